@@ -1,0 +1,24 @@
+# libshmpool.  The tiers are a noinst convenience library so that unit tests
+# can link them without override.c (Check's own mallocs must not run through
+# the code under test).  override.c is a second convenience library; the two
+# together are libshmpool.so, installed for LD_PRELOAD, and poold
+# --enable-pool links the same two archives statically.
+
+POOL_CFLAGS = $(AM_CFLAGS) -ftls-model=initial-exec -fno-builtin-malloc -fvisibility=hidden
+
+noinst_LTLIBRARIES += shm/libshmpool_core.la shm/libshmpool_override.la
+shm_libshmpool_core_la_SOURCES = \
+	shm/pool.h shm/pool-types.h shm/pool-internal.h \
+	shm/prim/prim.h shm/prim/linux.c \
+	shm/sizeclass.c shm/pagemap.c shm/pageheap.c shm/central.c \
+	shm/tcache.c shm/arena.c shm/lock.c shm/stats.c shm/check.c \
+	shm/libc.c
+shm_libshmpool_core_la_CFLAGS = $(POOL_CFLAGS)
+
+shm_libshmpool_override_la_SOURCES = shm/override.c
+shm_libshmpool_override_la_CFLAGS = $(POOL_CFLAGS)
+
+lib_LTLIBRARIES += shm/libshmpool.la
+shm_libshmpool_la_SOURCES =
+shm_libshmpool_la_LIBADD = shm/libshmpool_override.la shm/libshmpool_core.la
+shm_libshmpool_la_LDFLAGS = -avoid-version -pthread

@@ -1,0 +1,21 @@
+# poold.  Everything but main.c is the noinst library libpd so that the Check
+# suites can link it.  The two variants differ only in what is linked: with
+# --enable-pool, the pool's override and tiers; without, nothing (glibc).
+
+noinst_LTLIBRARIES += src/libpd.la
+src_libpd_la_SOURCES = \
+	src/poold.h src/config.c src/log.c src/alloc.c src/master.c \
+	src/worker.c src/conn.c src/http.c src/routes.c src/srvstats.c
+src_libpd_la_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS)
+src_libpd_la_LIBADD = $(LIBEVENT_LIBS) $(HTTP_PARSER_LIBS)
+
+bin_PROGRAMS += src/poold
+src_poold_SOURCES = src/main.c
+src_poold_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS)
+src_poold_LDADD = src/libpd.la
+if ENABLE_POOL
+# The weak references in src/alloc.c do not pull archive members by
+# themselves; --undefined makes the linker take the pool's entry points.
+src_poold_LDADD += shm/libshmpool_override.la shm/libshmpool_core.la
+src_poold_LDFLAGS = $(AM_LDFLAGS) -Wl,--undefined=malloc,--undefined=pool_create
+endif
