@@ -1,0 +1,9 @@
+# poolbench, the allocator micro-benchmark (bench/README.md).  Built by
+# `make`, run by hand, never by `make check`.  It links the pool's tiers
+# without the override: its `malloc` is whatever the process has (glibc, or
+# an allocator under LD_PRELOAD) and its `pool` is called directly.
+
+noinst_PROGRAMS += bench/poolbench
+bench_poolbench_SOURCES = bench/poolbench.c
+bench_poolbench_LDADD = shm/libshmpool_core.la
+EXTRA_DIST += bench/README.md bench/callgrind.sh

@@ -1,0 +1,337 @@
+/* Fork of an attached process.  The child inherits a copy of the parent's
+ * thread cache, whose objects the parent will go on handing out: the child
+ * must drop that copy and detach, must ignore (and count) frees of the
+ * parent's blocks, and after attaching again must allocate only what nobody
+ * else holds.  Patterns in every block prove it.  Entry point:
+ * make_fork_suite().
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check_pool.h"
+#include "pattern.h"
+#include "pool.h"
+
+#define FORK_ARENA ((size_t)256 << 20)
+#define PARENT_LIVE 512     /* blocks the parent holds across fork */
+#define PARENT_CACHED 512   /* freed before fork: they sit in its thread cache */
+#define MORE 2048           /* allocated by each side after fork */
+#define WAIT_NS 20000000000LL
+
+typedef struct block_s {
+    char *p;
+    size_t size;
+} block_t;
+
+/* Shared between parent and child, outside the arena. */
+typedef struct fork_sh_s {
+    volatile int child_ready, parent_ready;
+    int failed;
+    char why[512];
+    size_t foreign_before, foreign_after;
+    unsigned n_child;
+    block_t child[MORE];    /* the child's blocks, live at child_ready */
+} fork_sh_t;
+
+static block_t parent_blocks[PARENT_LIVE + MORE];
+
+static void setup_arena(void)
+{
+    int rc = pool_create(FORK_ARENA);
+    ck_assert_msg(rc == 0, "pool_create: %s", strerror(rc));
+    rc = pool_attach();
+    ck_assert_msg(rc == 0, "pool_attach: %s", strerror(rc));
+}
+
+static fork_sh_t *fork_map(void)
+{
+    fork_sh_t *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE,
+                         MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_msg(sh != MAP_FAILED, "mmap: %s", strerror(errno));
+    return sh;
+}
+
+/* The child cannot use ck_assert (its failure would end in the wrong
+ * process), so it records the first failure here and exits 1. */
+static void child_fail(fork_sh_t *sh, const char *fmt, ...)
+{
+    if (!sh->failed) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(sh->why, sizeof sh->why, fmt, ap);
+        va_end(ap);
+    }
+    sh->failed = 1;
+    _exit(1);
+}
+
+/* Sizes in the classes the thread cache holds, plus a few big spans. */
+static size_t fork_size(unsigned i)
+{
+    static const size_t sizes[] = { 16, 16, 32, 48, 96, 104, 112, 112, 256,
+                                    1024, 4000, 20000 };
+    if (i % 97 == 0)
+        return 300000;
+    return sizes[i % (sizeof sizes / sizeof sizes[0])];
+}
+
+static uint64_t seed_of(int who, unsigned i)
+{
+    return (uint64_t)who << 32 | i;
+}
+
+/* Allocate n blocks of the fork_size() sequence with `who`'s pattern. */
+static bool alloc_blocks(block_t *b, unsigned n, int who)
+{
+    for (unsigned i = 0; i < n; i++) {
+        b[i].size = fork_size(i);
+        b[i].p = pool_malloc(b[i].size);
+        if (b[i].p == NULL)
+            return false;
+        pattern_fill(b[i].p, 0, b[i].size, seed_of(who, i));
+    }
+    return true;
+}
+
+/* Index of the first block whose pattern is broken, or -1. */
+static long find_broken(const block_t *b, unsigned n, int who)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (pattern_find_bad(b[i].p, b[i].size, seed_of(who, i)) != SIZE_MAX)
+            return (long)i;
+    return -1;
+}
+
+static void free_blocks(block_t *b, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        pool_free(b[i].p);
+}
+
+static bool wait_flag(volatile int *flag)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t end = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + WAIT_NS;
+    while (!*flag) {
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        if ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec > end)
+            return false;
+        usleep(200);
+    }
+    return true;
+}
+
+/* Fill the parent's thread cache with free objects, so a child that kept
+ * the copied cache would hand out the very objects the parent hands out. */
+static void prime_cache(void)
+{
+    static block_t cached[PARENT_CACHED];
+    ck_assert(alloc_blocks(cached, PARENT_CACHED, 9));
+    free_blocks(cached, PARENT_CACHED);
+}
+
+static int cmp_block(const void *a, const void *b)
+{
+    const block_t *x = a, *y = b;
+    return x->p < y->p ? -1 : x->p > y->p;
+}
+
+/* Fail if any two blocks of the two sets overlap. */
+static void check_disjoint(block_t *a, unsigned na, block_t *b, unsigned nb)
+{
+    static block_t all[PARENT_LIVE + 2 * MORE];
+    ck_assert_uint_le(na + nb, sizeof all / sizeof all[0]);
+    memcpy(all, a, na * sizeof *a);
+    memcpy(all + na, b, nb * sizeof *b);
+    qsort(all, na + nb, sizeof *all, cmp_block);
+    for (unsigned i = 1; i < na + nb; i++)
+        ck_assert_msg(all[i - 1].p + all[i - 1].size <= all[i].p,
+                      "blocks %p (%zu bytes) and %p overlap: handed out twice",
+                      all[i - 1].p, all[i - 1].size, all[i].p);
+}
+
+static void check_settled(size_t in_use_before)
+{
+    char msg[512];
+    ck_assert_msg(pool_check(msg, sizeof msg) == 0, "pool_check: %s", msg);
+    pool_usage_t u;
+    pool_usage(&u);
+    ck_assert_msg(u.in_use + u.cached + u.free == u.used,
+                  "in_use %zu + cached %zu + free %zu != used %zu", u.in_use,
+                  u.cached, u.free, u.used);
+    ck_assert_msg(u.in_use == in_use_before, "in_use %zu, %zu before the test",
+                  u.in_use, in_use_before);
+}
+
+static void wait_child(pid_t pid, fork_sh_t *sh)
+{
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "child status %#x: %s", status, sh->why);
+}
+
+/* ------------------------------------------------------------------------ */
+
+/* The child: detached at first, frees half the parent's blocks (ignored),
+ * attaches again and allocates while the parent allocates too. */
+static void child_allocates(fork_sh_t *sh)
+{
+    if (pool_attached() || pool_slot() != -1)
+        child_fail(sh, "child of an attached process is still attached");
+    long bad = find_broken(parent_blocks, PARENT_LIVE, 1);
+    if (bad >= 0)
+        child_fail(sh, "inherited block %ld broken before anything ran", bad);
+
+    pool_usage_t u;
+    pool_usage(&u);
+    sh->foreign_before = u.foreign_frees;
+    for (unsigned i = 0; i < PARENT_LIVE; i += 2)
+        pool_free(parent_blocks[i].p);
+    pool_usage(&u);
+    sh->foreign_after = u.foreign_frees;
+
+    void *priv = pool_malloc(100);
+    if (priv == NULL || pool_owns(priv))
+        child_fail(sh, "detached child allocated %p in the arena", priv);
+    pool_free(priv);
+
+    int rc = pool_attach();
+    if (rc != 0)
+        child_fail(sh, "pool_attach in the child: %s", strerror(rc));
+    if (!alloc_blocks(sh->child, MORE, 2))
+        child_fail(sh, "child: pool_malloc failed: %s", strerror(errno));
+    sh->n_child = MORE;
+    sh->child_ready = 1;
+    if (!wait_flag(&sh->parent_ready))
+        child_fail(sh, "parent never got ready");
+
+    bad = find_broken(sh->child, MORE, 2);
+    if (bad >= 0)
+        child_fail(sh, "child block %ld (%p) overwritten", bad, sh->child[bad].p);
+    free_blocks(sh->child, MORE);
+    pool_detach();
+    _exit(0);
+}
+
+START_TEST(test_fork_no_double_handout)
+{
+    fork_sh_t *sh = fork_map();
+    pool_usage_t u;
+    pool_usage(&u);
+    size_t in_use_before = u.in_use;
+
+    ck_assert(alloc_blocks(parent_blocks, PARENT_LIVE, 1));
+    prime_cache();
+
+    pid_t pid = fork();
+    ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0)
+        child_allocates(sh);
+
+    ck_assert(pool_attached());
+    block_t *more = parent_blocks + PARENT_LIVE;
+    ck_assert(alloc_blocks(more, MORE, 3));
+    ck_assert_msg(wait_flag(&sh->child_ready), "child never got ready: %s",
+                  sh->why);
+    /* Both sides' blocks are live now: no byte may belong to two of them. */
+    check_disjoint(parent_blocks, PARENT_LIVE + MORE, sh->child, sh->n_child);
+    sh->parent_ready = 1;
+
+    wait_child(pid, sh);
+    ck_assert_msg(sh->foreign_after - sh->foreign_before == PARENT_LIVE / 2,
+                  "child freed %u inherited blocks, foreign_frees rose by %zu",
+                  PARENT_LIVE / 2, sh->foreign_after - sh->foreign_before);
+    long bad = find_broken(parent_blocks, PARENT_LIVE, 1);
+    ck_assert_msg(bad < 0, "parent block %ld overwritten", bad);
+    bad = find_broken(more, MORE, 3);
+    ck_assert_msg(bad < 0, "parent block %ld allocated after fork overwritten",
+                  bad);
+
+    free_blocks(parent_blocks, PARENT_LIVE + MORE);
+    pool_thread_flush();
+    check_settled(in_use_before);
+    munmap(sh, sizeof *sh);
+}
+END_TEST
+
+/* A detached child frees and reallocs every inherited block; the parent
+ * must find all of them intact and still its own: allocating as much again
+ * must not hand any of them out. */
+START_TEST(test_fork_child_frees_ignored)
+{
+    fork_sh_t *sh = fork_map();
+    pool_usage_t u;
+    pool_usage(&u);
+    size_t in_use_before = u.in_use;
+
+    ck_assert(alloc_blocks(parent_blocks, PARENT_LIVE, 1));
+    prime_cache();
+
+    pid_t pid = fork();
+    ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        pool_usage(&u);
+        sh->foreign_before = u.foreign_frees;
+        unsigned freed = 0;
+        for (unsigned i = 0; i < PARENT_LIVE; i++) {
+            block_t *b = &parent_blocks[i];
+            if (i % 4 != 0) {
+                pool_free(b->p);
+                freed++;
+                continue;
+            }
+            /* Growing an inherited block copies it out; the original stays. */
+            char *q = pool_realloc(b->p, b->size * 2);
+            if (q == NULL || pool_owns(q) ||
+                pattern_find_bad(q, b->size, seed_of(1, i)) != SIZE_MAX)
+                child_fail(sh, "detached realloc of %p gave %p", b->p, q);
+            pool_free(q);
+        }
+        pool_usage(&u);
+        sh->foreign_after = u.foreign_frees;
+        if (sh->foreign_after - sh->foreign_before < freed)
+            child_fail(sh, "%u foreign frees, foreign_frees rose by %zu", freed,
+                       sh->foreign_after - sh->foreign_before);
+        _exit(0);
+    }
+    wait_child(pid, sh);
+
+    long bad = find_broken(parent_blocks, PARENT_LIVE, 1);
+    ck_assert_msg(bad < 0, "parent block %ld changed by the child", bad);
+    block_t *more = parent_blocks + PARENT_LIVE;
+    ck_assert(alloc_blocks(more, MORE, 3));
+    check_disjoint(parent_blocks, PARENT_LIVE, more, MORE);
+    bad = find_broken(parent_blocks, PARENT_LIVE, 1);
+    ck_assert_msg(bad < 0, "parent block %ld handed out again", bad);
+
+    free_blocks(parent_blocks, PARENT_LIVE + MORE);
+    pool_thread_flush();
+    check_settled(in_use_before);
+    munmap(sh, sizeof *sh);
+}
+END_TEST
+
+Suite *make_fork_suite(void)
+{
+    Suite *s = suite_create("fork");
+    TCase *tc = tcase_create("attached parent");
+    tcase_add_checked_fixture(tc, setup_arena, NULL);
+    tcase_set_timeout(tc, 40);
+    tcase_add_test(tc, test_fork_no_double_handout);
+    tcase_add_test(tc, test_fork_child_frees_ignored);
+    suite_add_tcase(s, tc);
+    return s;
+}
