@@ -1,0 +1,546 @@
+/* poold — one client connection.
+ *
+ * A connection reads into its input buffer, answers every complete request
+ * found there in order (pipelining), and writes all the responses one read
+ * produced with a single writev: the responses accumulate in the output
+ * buffer and conn_flush runs once per read.  Memory per connection is
+ * bounded: reading stops while the output holds PD_OUT_HIGH bytes the client
+ * has not taken, a head may not outgrow --max-header, and bodies are framed
+ * and discarded as they arrive, never buffered.
+ *
+ * States: HEAD (waiting for a complete request head; idle between requests),
+ * BODY (discarding a request body; its response waits in `pending`), LINGER
+ * (response sent, write side shut down, draining what the client still
+ * sends so that the kernel does not reset the connection before the client
+ * has read the response).  One timer serves all states.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/event_struct.h>
+
+#include "poold.h"
+
+#define PD_READ_SIZE 16384
+/* Stop reading while this much output waits for a slow reader; resume
+ * once it has drained below PD_OUT_LOW. */
+#define PD_OUT_HIGH (256 * 1024)
+#define PD_OUT_LOW (64 * 1024)
+/* How long a closing connection drains the client's leftovers. */
+#define PD_LINGER_USEC 1000000
+
+enum { C_HEAD, C_BODY, C_LINGER };
+
+struct pd_conn_s {
+    pd_worker_t *w;
+    pd_conn_t *prev;            /* the worker's list of connections */
+    pd_conn_t *next;
+    int fd;
+    int state;                  /* C_HEAD, C_BODY or C_LINGER */
+    bool in_request;            /* HEAD: the header deadline is running */
+    bool closing;               /* no more requests: flush, then linger */
+    bool reading;               /* rev is added */
+    bool writing;               /* wev is added: the socket is full */
+    bool keep_alive;            /* BODY: may the connection stay open after */
+    bool head_only;             /* BODY: a HEAD request */
+    struct timeval deadline;    /* HEAD: when the header timeout fires */
+    size_t scanned;             /* HEAD: bytes already searched for the end */
+    uint64_t body_left;         /* BODY with Content-Length */
+    bool chunked;               /* BODY with Transfer-Encoding: chunked */
+    pd_chunked_t ck;
+    struct evbuffer *in;
+    struct evbuffer *out;
+    struct evbuffer *pending;   /* BODY: the response, sent after the body */
+    struct event rev;
+    struct event wev;
+    struct event tev;
+    http_parser parser;
+    pd_request_t req;           /* valid while its head is in `in` */
+};
+
+static void conn_on_read(evutil_socket_t fd, short what, void *arg);
+static void conn_on_write(evutil_socket_t fd, short what, void *arg);
+static void conn_on_timer(evutil_socket_t fd, short what, void *arg);
+static void conn_process(pd_conn_t *c);
+
+/* ======================================================================== */
+/* Events and timers                                                         */
+/* ======================================================================== */
+
+static void conn_set_reading(pd_conn_t *c, bool on)
+{
+    if (on && !c->reading)
+        event_add(&c->rev, NULL);
+    else if (!on && c->reading)
+        event_del(&c->rev);
+    c->reading = on;
+}
+
+static void conn_set_writing(pd_conn_t *c, bool on)
+{
+    if (on && !c->writing)
+        event_add(&c->wev, NULL);
+    else if (!on && c->writing)
+        event_del(&c->wev);
+    c->writing = on;
+}
+
+static void conn_arm(pd_conn_t *c, const struct timeval *tv)
+{
+    event_add(&c->tev, tv);
+}
+
+static void conn_start_request(pd_conn_t *c)
+{
+    struct timeval now;
+
+    event_base_gettimeofday_cached(c->w->base, &now);
+    timeradd(&now, &c->w->cfg->header_timeout, &c->deadline);
+    c->in_request = true;
+    c->scanned = 0;
+}
+
+/* Arm the timer for the state the connection is in now. */
+static void conn_update_timer(pd_conn_t *c)
+{
+    struct timeval now, left;
+
+    if (c->state == C_LINGER || c->writing)
+        return;     /* armed when lingering / on write progress */
+    if (c->state == C_BODY || !c->in_request) {
+        conn_arm(c, &c->w->cfg->idle_timeout);
+        return;
+    }
+    event_base_gettimeofday_cached(c->w->base, &now);
+    if (timercmp(&c->deadline, &now, >))
+        timersub(&c->deadline, &now, &left);
+    else
+        timerclear(&left);
+    conn_arm(c, &left);
+}
+
+/* ======================================================================== */
+/* Open and close                                                            */
+/* ======================================================================== */
+
+int pd_conn_open(pd_worker_t *w, int fd)
+{
+    pd_conn_t *c = calloc(1, sizeof(*c));
+
+    if (c == NULL)
+        goto fail;
+    c->in = evbuffer_new();
+    c->out = evbuffer_new();
+    if (c->in == NULL || c->out == NULL)
+        goto fail;
+    c->w = w;
+    c->fd = fd;
+    c->state = C_HEAD;
+    event_assign(&c->rev, w->base, fd, EV_READ | EV_PERSIST, conn_on_read, c);
+    event_assign(&c->wev, w->base, fd, EV_WRITE | EV_PERSIST, conn_on_write, c);
+    evtimer_assign(&c->tev, w->base, conn_on_timer, c);
+
+    c->next = w->conns;
+    if (w->conns != NULL)
+        w->conns->prev = c;
+    w->conns = c;
+    w->nconns++;
+    pd_stat_add(&w->stats->xconnections, 1);
+
+    /* The first request's header deadline runs from accept: a client that
+     * connects and says nothing is a slow client too. */
+    conn_start_request(c);
+    conn_set_reading(c, true);
+    conn_update_timer(c);
+    return PD_OK;
+
+fail:
+    pd_log(PD_LOG_WARN, ENOMEM, "cannot take a connection");
+    if (c != NULL) {
+        if (c->in != NULL)
+            evbuffer_free(c->in);
+        if (c->out != NULL)
+            evbuffer_free(c->out);
+        free(c);
+    }
+    close(fd);
+    return PD_ERROR;
+}
+
+void pd_conn_close(pd_conn_t *c)
+{
+    pd_worker_t *w = c->w;
+
+    event_del(&c->rev);
+    event_del(&c->wev);
+    event_del(&c->tev);
+    close(c->fd);
+    evbuffer_free(c->in);
+    evbuffer_free(c->out);
+    if (c->pending != NULL)
+        evbuffer_free(c->pending);
+    if (c->prev != NULL)
+        c->prev->next = c->next;
+    else
+        w->conns = c->next;
+    if (c->next != NULL)
+        c->next->prev = c->prev;
+    w->nconns--;
+    pd_stat_sub(&w->stats->xconnections, 1);
+    free(c);
+    pd_worker_conn_gone(w);
+}
+
+/* Everything is sent: stop writing, keep draining the client briefly.
+ * Returns PD_ERROR when c was closed. */
+static int conn_linger(pd_conn_t *c)
+{
+    static const struct timeval linger = {0, PD_LINGER_USEC};
+
+    if (shutdown(c->fd, SHUT_WR) != 0) {
+        pd_conn_close(c);
+        return PD_ERROR;
+    }
+    c->state = C_LINGER;
+    evbuffer_drain(c->in, evbuffer_get_length(c->in));
+    conn_set_reading(c, true);
+    conn_arm(c, &linger);
+    return PD_OK;
+}
+
+/* Write what is queued.  Returns PD_ERROR when c was closed. */
+static int conn_flush(pd_conn_t *c)
+{
+    while (evbuffer_get_length(c->out) > 0) {
+        int n = evbuffer_write(c->out, c->fd);
+
+        if (n > 0) {
+            pd_stat_add(&c->w->stats->xbytes_out, (uint64_t)n);
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+            if (!c->writing) {
+                conn_set_writing(c, true);
+                /* Send timeout: a client that stops reading is dropped. */
+                conn_arm(c, &c->w->cfg->idle_timeout);
+            }
+            return PD_OK;
+        }
+        if (pd_log_enabled(PD_LOG_TRACE))
+            pd_log(PD_LOG_TRACE, errno, "fd %d: write failed", c->fd);
+        pd_conn_close(c);
+        return PD_ERROR;
+    }
+    conn_set_writing(c, false);
+    if (c->closing && c->state != C_LINGER)
+        return conn_linger(c);
+    return PD_OK;
+}
+
+/* ======================================================================== */
+/* Requests                                                                  */
+/* ======================================================================== */
+
+/* Answer with an error status and close the connection. */
+static void conn_reject(pd_conn_t *c, int status, bool head_only)
+{
+    if (c->pending != NULL)
+        evbuffer_drain(c->pending, evbuffer_get_length(c->pending));
+    pd_stat_add(&c->w->stats->xrequests, 1);
+    if (pd_http_write_error(c->out, status, head_only, false) != PD_OK)
+        pd_log(PD_LOG_WARN, ENOMEM, "fd %d: cannot queue a %d response", c->fd, status);
+    if (pd_log_enabled(PD_LOG_TRACE))
+        pd_log(PD_LOG_TRACE, 0, "fd %d: rejected with %d", c->fd, status);
+    c->closing = true;
+    c->state = C_HEAD;
+    c->in_request = false;
+}
+
+/* A request is fully answered: wait for the next one, or close. */
+static void conn_request_done(pd_conn_t *c, bool keep_alive)
+{
+    c->state = C_HEAD;
+    if (!keep_alive) {
+        c->closing = true;
+        c->in_request = false;
+    } else if (evbuffer_get_length(c->in) > 0) {
+        conn_start_request(c);
+    } else {
+        c->in_request = false;
+    }
+}
+
+/* Results of the request steps below. */
+enum { STEP_MORE, STEP_DONE, STEP_CLOSED };
+
+/* Try to take a request head off the input: STEP_DONE when progress was
+ * made (the caller loops), STEP_MORE when more input is needed, STEP_CLOSED
+ * when c is gone. */
+static int conn_read_head(pd_conn_t *c)
+{
+    pd_worker_t *w = c->w;
+    const pd_limits_t lim = {w->cfg->max_header, w->cfg->max_body};
+    size_t avail = evbuffer_get_length(c->in);
+    size_t want = avail < lim.max_header ? avail : lim.max_header;
+    pd_route_ctx_t ctx;
+    struct evbuffer *dst;
+    const char *buf;
+    size_t hlen;
+    bool has_body;
+    int status;
+
+    buf = (const char *)evbuffer_pullup(c->in, (ev_ssize_t)want);
+    if (buf == NULL)
+        return STEP_MORE;
+    if (!c->in_request)
+        conn_start_request(c);
+
+    /* RFC 9112 2.2: ignore empty lines before a request line. */
+    if (c->scanned == 0 && want >= 2 && buf[0] == '\r' && buf[1] == '\n') {
+        evbuffer_drain(c->in, 2);
+        return STEP_DONE;
+    }
+
+    hlen = pd_http_find_head(buf, want, &c->scanned);
+    if (hlen == 0) {
+        if (avail >= lim.max_header) {
+            conn_reject(c, 431, false);
+            return STEP_DONE;
+        }
+        return STEP_MORE;
+    }
+
+    status = pd_http_parse_head(&c->req, &c->parser, buf, hlen, &lim);
+    if (status != 0) {
+        conn_reject(c, status, hlen > 5 && memcmp(buf, "HEAD ", 5) == 0);
+        return STEP_DONE;
+    }
+
+    pd_stat_add(&w->stats->xrequests, 1);
+    ctx.worker_index = w->index;
+    ctx.pid = w->pid;
+    ctx.keep_alive = c->req.keep_alive && !w->stopping;
+    has_body = c->req.chunked || c->req.content_length > 0;
+    dst = c->out;
+    if (has_body) {
+        /* The response waits for the body: should the body turn out to be
+         * malformed, only the 400 may go out. */
+        if (c->pending == NULL && (c->pending = evbuffer_new()) == NULL) {
+            pd_conn_close(c);
+            return STEP_CLOSED;
+        }
+        dst = c->pending;
+        if (c->req.expect_continue &&
+            evbuffer_add(c->out, "HTTP/1.1 100 Continue\r\n\r\n", 25) != 0) {
+            pd_conn_close(c);
+            return STEP_CLOSED;
+        }
+    }
+    if (pd_route_dispatch(&c->req, &ctx, dst) == PD_ERROR) {
+        /* A half-written response cannot be taken back out of the buffer. */
+        pd_log(PD_LOG_WARN, ENOMEM, "fd %d: cannot build a response", c->fd);
+        pd_conn_close(c);
+        return STEP_CLOSED;
+    }
+    if (pd_log_enabled(PD_LOG_TRACE))
+        pd_log(PD_LOG_TRACE, 0, "fd %d: %s %.*s", c->fd,
+               http_method_str((enum http_method)c->req.method),
+               (int)c->req.target_len, c->req.target);
+    evbuffer_drain(c->in, hlen);
+    c->scanned = 0;
+
+    if (!has_body) {
+        conn_request_done(c, ctx.keep_alive);
+        return STEP_DONE;
+    }
+    c->state = C_BODY;
+    c->keep_alive = ctx.keep_alive;
+    c->head_only = c->req.method == HTTP_HEAD;
+    c->chunked = c->req.chunked;
+    c->body_left = c->req.content_length;
+    memset(&c->ck, 0, sizeof(c->ck));
+    return STEP_DONE;
+}
+
+/* Discard body bytes; results as for conn_read_head. */
+static int conn_read_body(pd_conn_t *c)
+{
+    size_t avail = evbuffer_get_length(c->in);
+    int status = 0;
+
+    if (avail == 0)
+        return STEP_MORE;
+    if (!c->chunked) {
+        size_t n = avail < c->body_left ? avail : (size_t)c->body_left;
+
+        evbuffer_drain(c->in, n);
+        c->body_left -= n;
+        if (c->body_left > 0)
+            return STEP_DONE;
+    } else {
+        struct evbuffer_iovec v;
+        size_t used;
+
+        if (evbuffer_peek(c->in, -1, NULL, &v, 1) < 1)
+            return STEP_MORE;
+        used = pd_chunked_feed(&c->ck, v.iov_base, v.iov_len, c->w->cfg->max_body,
+                               c->w->cfg->max_header, &status);
+        evbuffer_drain(c->in, used);
+        if (status == 400 || status == 413) {
+            conn_reject(c, status, c->head_only);
+            return STEP_DONE;
+        }
+        if (status == 0)
+            return STEP_DONE;
+    }
+    if (evbuffer_add_buffer(c->out, c->pending) != 0) {
+        pd_conn_close(c);
+        return STEP_CLOSED;
+    }
+    conn_request_done(c, c->keep_alive);
+    return STEP_DONE;
+}
+
+/* Answer everything complete in the input, then write once. */
+static void conn_process(pd_conn_t *c)
+{
+    while (!c->closing && c->state != C_LINGER) {
+        int step;
+
+        if (evbuffer_get_length(c->out) >= PD_OUT_HIGH)
+            break;  /* the client is not reading: stop until it does */
+        if (evbuffer_get_length(c->in) == 0)
+            break;
+        step = c->state == C_HEAD ? conn_read_head(c) : conn_read_body(c);
+        if (step == STEP_CLOSED)
+            return;
+        if (step == STEP_MORE)
+            break;
+    }
+    if (c->state != C_LINGER)
+        conn_set_reading(c, !c->closing && evbuffer_get_length(c->out) < PD_OUT_HIGH);
+    conn_update_timer(c);
+    conn_flush(c);
+}
+
+/* ======================================================================== */
+/* Callbacks                                                                 */
+/* ======================================================================== */
+
+static void conn_on_read(evutil_socket_t fd, short what, void *arg)
+{
+    pd_conn_t *c = arg;
+    int n;
+
+    if (c->state == C_LINGER) {
+        char sink[4096];
+        ssize_t r = read(fd, sink, sizeof(sink));
+
+        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+            pd_conn_close(c);
+        return;
+    }
+    n = evbuffer_read(c->in, fd, PD_READ_SIZE);
+    if (n < 0) {
+        if (errno == EAGAIN || errno == EINTR)
+            return;
+        if (pd_log_enabled(PD_LOG_TRACE))
+            pd_log(PD_LOG_TRACE, errno, "fd %d: read failed", c->fd);
+        pd_conn_close(c);
+        return;
+    }
+    if (n == 0) {
+        /* The client is done sending: answer what is complete, then close.
+         * Nothing more will come, so a partial request is dropped. */
+        c->closing = true;
+        conn_set_reading(c, false);
+        if (evbuffer_get_length(c->out) == 0) {
+            pd_conn_close(c);
+            return;
+        }
+        conn_flush(c);
+        return;
+    }
+    pd_stat_add(&c->w->stats->xbytes_in, (uint64_t)n);
+    if (c->state == C_BODY)
+        conn_arm(c, &c->w->cfg->idle_timeout);    /* progress on the body */
+    conn_process(c);
+}
+
+static void conn_on_write(evutil_socket_t fd, short what, void *arg)
+{
+    pd_conn_t *c = arg;
+    size_t before = evbuffer_get_length(c->out);
+
+    if (conn_flush(c) != PD_OK)
+        return;
+    if (c->state == C_LINGER)
+        return;
+    if (c->writing) {
+        if (evbuffer_get_length(c->out) < before)
+            conn_arm(c, &c->w->cfg->idle_timeout);
+        if (evbuffer_get_length(c->out) >= PD_OUT_LOW)
+            return;
+    }
+    /* The backlog has drained: answer what was left unread, read again. */
+    if (!c->closing)
+        conn_process(c);
+    else
+        conn_update_timer(c);
+}
+
+static void conn_on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    pd_conn_t *c = arg;
+
+    if (c->writing || c->state == C_LINGER || c->closing) {
+        pd_conn_close(c);   /* a client that does not read, or is gone */
+        return;
+    }
+    if (c->state == C_BODY || (c->in_request && evbuffer_get_length(c->in) > 0)) {
+        if (pd_log_enabled(PD_LOG_TRACE))
+            pd_log(PD_LOG_TRACE, 0, "fd %d: request timed out", c->fd);
+        conn_reject(c, 408, false);
+        conn_set_reading(c, false);
+        conn_flush(c);
+        return;
+    }
+    pd_conn_close(c);       /* idle, or connected and silent */
+}
+
+/* Worker shutdown for one connection: close it now unless a request is in
+ * progress, which is then answered with "Connection: close". */
+static void conn_shutdown(pd_conn_t *c)
+{
+    bool busy = c->state == C_BODY ||
+                (c->state == C_HEAD && c->in_request && evbuffer_get_length(c->in) > 0);
+
+    if (c->state == C_LINGER || busy)
+        return;
+    if (evbuffer_get_length(c->out) == 0) {
+        pd_conn_close(c);
+        return;
+    }
+    c->closing = true;
+    conn_set_reading(c, false);
+    conn_update_timer(c);
+}
+
+void pd_conn_shutdown_all(pd_worker_t *w)
+{
+    pd_conn_t *c = w->conns;
+
+    while (c != NULL) {
+        pd_conn_t *next = c->next;
+
+        conn_shutdown(c);
+        c = next;
+    }
+}

@@ -1,0 +1,657 @@
+/* poold — HTTP/1.1 framing: RFC 9112 enforced on top of http-parser.
+ *
+ * Debian's http-parser 2.9.4 is built non-strict: it takes "HTXP/1.1",
+ * "HTTP/2.7", a header name with a space before the colon, a chunk without
+ * its CRLF, and it has no notion of poold's limits.  So the connection first
+ * finds the complete head itself (pd_http_find_head), pd_http_parse_head
+ * checks the request line and every field line byte by byte, hands the head
+ * to http-parser for tokenising and Content-Length/Transfer-Encoding rules,
+ * and then applies the semantic rules (Host, framing, expectations).  The
+ * parser is paused at the end of the head: bodies are framed here, by
+ * pd_chunked_feed or by counting Content-Length, never by the parser.
+ * pd_http_write_head formats response heads with the cached Date.
+ */
+#include "config.h"
+
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+
+#include "poold.h"
+
+/* ======================================================================== */
+/* Character classes (RFC 9110 5.6.2)                                        */
+/* ======================================================================== */
+
+static bool pd_is_tchar(unsigned char c)
+{
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+        return true;
+    return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+/* field-vchar, SP or HTAB */
+static bool pd_is_field_char(unsigned char c)
+{
+    return c == '\t' || (c >= ' ' && c != 0x7f);
+}
+
+static bool pd_is_hex(unsigned char c, unsigned *v)
+{
+    if (c >= '0' && c <= '9')
+        *v = c - '0';
+    else if (c >= 'a' && c <= 'f')
+        *v = c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F')
+        *v = c - 'A' + 10;
+    else
+        return false;
+    return true;
+}
+
+static bool pd_name_is(const pd_header_t *h, const char *name)
+{
+    size_t n = strlen(name);
+
+    return h->nlen == n && strncasecmp(h->name, name, n) == 0;
+}
+
+/* ======================================================================== */
+/* Head                                                                      */
+/* ======================================================================== */
+
+size_t pd_http_find_head(const char *buf, size_t len, size_t *scanned)
+{
+    size_t from = *scanned > 3 ? *scanned - 3 : 0;
+    const char *end;
+
+    if (len < 4 || from >= len)
+        return 0;
+    end = memmem(buf + from, len - from, "\r\n\r\n", 4);
+    if (end == NULL) {
+        *scanned = len;
+        return 0;
+    }
+    return (size_t)(end - buf) + 4;
+}
+
+/* The request line, strictly: method SP request-target SP HTTP-version CRLF.
+ * Returns the length of the line with its CRLF, or minus the status. */
+static long pd_check_request_line(const char *buf, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)buf;
+    const unsigned char *end = p + len;
+    const unsigned char *t;
+
+    if (p == end || !pd_is_tchar(*p))
+        return -400;
+    while (p < end && pd_is_tchar(*p))
+        p++;
+    if (p == end || *p++ != ' ')
+        return -400;
+    t = p;
+    while (p < end && *p > ' ' && *p < 0x7f)
+        p++;
+    if (p == t || p == end || *p++ != ' ')
+        return -400;
+    if (end - p < 10 || memcmp(p, "HTTP/", 5) != 0 || p[5] < '0' || p[5] > '9' ||
+        p[6] != '.' || p[7] < '0' || p[7] > '9' || p[8] != '\r' || p[9] != '\n')
+        return -400;
+    if (p[5] != '1' || p[7] > '1')
+        return -505;
+    return (long)(p + 10 - (const unsigned char *)buf);
+}
+
+/* Every field line: name ":" OWS value OWS CRLF, no obs-fold, no bare CR or
+ * LF, no control characters.  Returns 0 or the status. */
+static int pd_check_fields(const char *buf, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)buf;
+    const unsigned char *end = p + len;
+    unsigned lines = 0;
+
+    while (p < end) {
+        if (end - p >= 2 && p[0] == '\r' && p[1] == '\n')
+            return p + 2 == end ? 0 : 400;
+        if (++lines > PD_MAX_HEADERS)
+            return 431;
+        if (!pd_is_tchar(*p))
+            return 400;     /* also obs-fold: a line starting with SP/HTAB */
+        while (p < end && pd_is_tchar(*p))
+            p++;
+        if (p == end || *p++ != ':')
+            return 400;     /* "X-Foo : bar" and friends */
+        while (p < end && pd_is_field_char(*p))
+            p++;
+        if (end - p < 2 || p[0] != '\r' || p[1] != '\n')
+            return 400;
+        p += 2;
+    }
+    return 400;
+}
+
+static int pd_on_url(http_parser *parser, const char *at, size_t len)
+{
+    pd_request_t *req = parser->data;
+
+    if (req->target != NULL && req->target + req->target_len == at)
+        req->target_len += len;
+    else {
+        req->target = at;
+        req->target_len = len;
+    }
+    return 0;
+}
+
+static int pd_on_header_field(http_parser *parser, const char *at, size_t len)
+{
+    pd_request_t *req = parser->data;
+    pd_header_t *h;
+
+    if (!req->in_value && req->nheaders > 0) {
+        h = &req->headers[req->nheaders - 1];
+        if (h->name + h->nlen == at) {
+            h->nlen += (uint32_t)len;
+            return 0;
+        }
+    }
+    if (req->nheaders == PD_MAX_HEADERS) {
+        req->too_many_headers = true;
+        return 1;
+    }
+    h = &req->headers[req->nheaders++];
+    h->name = at;
+    h->nlen = (uint32_t)len;
+    h->value = at + len;
+    h->vlen = 0;
+    req->in_value = false;
+    return 0;
+}
+
+static int pd_on_header_value(http_parser *parser, const char *at, size_t len)
+{
+    pd_request_t *req = parser->data;
+    pd_header_t *h;
+
+    if (req->nheaders == 0)
+        return 1;
+    h = &req->headers[req->nheaders - 1];
+    if (req->in_value && h->value + h->vlen == at) {
+        h->vlen += (uint32_t)len;
+    } else {
+        h->value = at;
+        h->vlen = (uint32_t)len;
+    }
+    req->in_value = true;
+    return 0;
+}
+
+static int pd_on_headers_complete(http_parser *parser)
+{
+    /* Stop here: the body is framed by poold, not by the parser. */
+    http_parser_pause(parser, 1);
+    return 0;
+}
+
+static const http_parser_settings pd_parser_settings = {
+    .on_url = pd_on_url,
+    .on_header_field = pd_on_header_field,
+    .on_header_value = pd_on_header_value,
+    .on_headers_complete = pd_on_headers_complete,
+};
+
+/* Calls fn(token, len, arg) for each comma-separated token of a list value,
+ * OWS trimmed, empty elements skipped. */
+static void pd_list_each(const char *v, size_t len,
+                         void (*fn)(const char *, size_t, void *), void *arg)
+{
+    const char *end = v + len;
+
+    while (v < end) {
+        const char *t, *e;
+
+        while (v < end && (*v == ' ' || *v == '\t' || *v == ','))
+            v++;
+        t = v;
+        while (v < end && *v != ',')
+            v++;
+        e = v;
+        while (e > t && (e[-1] == ' ' || e[-1] == '\t'))
+            e--;
+        if (e > t)
+            fn(t, (size_t)(e - t), arg);
+    }
+}
+
+typedef struct pd_te_s {
+    unsigned codings;       /* transfer codings seen */
+    unsigned chunked;       /* of which "chunked" */
+    bool last_chunked;
+} pd_te_t;
+
+static void pd_te_token(const char *t, size_t n, void *arg)
+{
+    pd_te_t *te = arg;
+    bool chunked = n == 7 && strncasecmp(t, "chunked", 7) == 0;
+
+    te->codings++;
+    te->chunked += chunked;
+    te->last_chunked = chunked;
+}
+
+typedef struct pd_conn_tokens_s {
+    bool close;
+    bool keep_alive;
+} pd_conn_tokens_t;
+
+static void pd_connection_token(const char *t, size_t n, void *arg)
+{
+    pd_conn_tokens_t *ct = arg;
+
+    if (n == 5 && strncasecmp(t, "close", 5) == 0)
+        ct->close = true;
+    else if (n == 10 && strncasecmp(t, "keep-alive", 10) == 0)
+        ct->keep_alive = true;
+}
+
+/* Content-Length = 1*DIGIT, within 63 bits. */
+static int pd_parse_content_length(const char *v, size_t n, uint64_t *out)
+{
+    uint64_t x = 0;
+
+    if (n == 0)
+        return PD_ERROR;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] < '0' || v[i] > '9' || x > (UINT64_MAX / 2 - 9) / 10)
+            return PD_ERROR;
+        x = x * 10 + (uint64_t)(v[i] - '0');
+    }
+    *out = x;
+    return PD_OK;
+}
+
+/* Host, framing, connection and expectation rules over the parsed fields. */
+static int pd_check_semantics(pd_request_t *req, const pd_limits_t *lim)
+{
+    unsigned hosts = 0, lengths = 0;
+    pd_te_t te = {0, 0, false};
+    pd_conn_tokens_t ct = {false, false};
+    bool expect = false, expect_bad = false;
+
+    for (unsigned i = 0; i < req->nheaders; i++) {
+        pd_header_t *h = &req->headers[i];
+
+        while (h->vlen > 0 && (h->value[h->vlen - 1] == ' ' || h->value[h->vlen - 1] == '\t'))
+            h->vlen--;
+        if (pd_name_is(h, "host")) {
+            hosts++;
+        } else if (pd_name_is(h, "content-length")) {
+            uint64_t cl;
+
+            if (pd_parse_content_length(h->value, h->vlen, &cl) != PD_OK)
+                return 400;
+            if (lengths++ > 0 && cl != req->content_length)
+                return 400;
+            req->content_length = cl;
+        } else if (pd_name_is(h, "transfer-encoding")) {
+            unsigned before = te.codings;
+
+            pd_list_each(h->value, h->vlen, pd_te_token, &te);
+            if (te.codings == before)
+                return 400;     /* an empty Transfer-Encoding */
+        } else if (pd_name_is(h, "connection")) {
+            pd_list_each(h->value, h->vlen, pd_connection_token, &ct);
+        } else if (pd_name_is(h, "expect")) {
+            expect = true;
+            if (h->vlen != 12 || strncasecmp(h->value, "100-continue", 12) != 0)
+                expect_bad = true;
+        }
+    }
+
+    if (req->version_minor == 1 ? hosts != 1 : hosts > 1)
+        return 400;
+    if (te.codings > 0) {
+        /* RFC 9112 6.1 and 6.3: Transfer-Encoding with Content-Length, in
+         * HTTP/1.0, or without chunked last is a framing error. */
+        if (lengths > 0 || req->version_minor == 0 || !te.last_chunked || te.chunked > 1)
+            return 400;
+        if (te.codings > 1)
+            return 501;     /* gzip, deflate...: not implemented */
+        req->chunked = true;
+    }
+    if (expect_bad)
+        return 417;
+    req->expect_continue = expect && req->version_minor == 1;
+    req->keep_alive = req->version_minor == 1 ? !ct.close : ct.keep_alive && !ct.close;
+    if (!req->chunked && req->content_length > lim->max_body)
+        return 413;
+    return 0;
+}
+
+/* Routing path of the target: origin form up to '?', absolute form's path. */
+static int pd_set_path(pd_request_t *req)
+{
+    const char *t = req->target;
+    size_t n = req->target_len;
+
+    if (t[0] == '/') {
+        const char *q = memchr(t, '?', n);
+
+        req->path = t;
+        req->path_len = q != NULL ? (size_t)(q - t) : n;
+        return 0;
+    }
+    if (n == 1 && t[0] == '*') {
+        req->path = t;
+        req->path_len = 1;
+        return 0;
+    }
+    if ((n > 7 && strncasecmp(t, "http://", 7) == 0) ||
+        (n > 8 && strncasecmp(t, "https://", 8) == 0)) {
+        struct http_parser_url u;
+
+        http_parser_url_init(&u);
+        if (http_parser_parse_url(t, n, 0, &u) != 0)
+            return 400;
+        if (u.field_set & (1 << UF_PATH)) {
+            req->path = t + u.field_data[UF_PATH].off;
+            req->path_len = u.field_data[UF_PATH].len;
+        } else {
+            req->path = "/";
+            req->path_len = 1;
+        }
+        return 0;
+    }
+    return 400;
+}
+
+int pd_http_parse_head(pd_request_t *req, http_parser *parser,
+                       const char *buf, size_t len, const pd_limits_t *lim)
+{
+    long line;
+    int status;
+
+    memset(req, 0, offsetof(pd_request_t, headers));
+    if (len > lim->max_header)
+        return 431;
+    line = pd_check_request_line(buf, len);
+    if (line < 0)
+        return (int)-line;
+    status = pd_check_fields(buf + line, len - (size_t)line);
+    if (status != 0)
+        return status;
+
+    http_parser_init(parser, HTTP_REQUEST);
+    parser->data = req;
+    http_parser_execute(parser, &pd_parser_settings, buf, len);
+    switch (HTTP_PARSER_ERRNO(parser)) {
+    case HPE_PAUSED:
+        break;
+    case HPE_INVALID_METHOD:
+        return 501;
+    case HPE_HEADER_OVERFLOW:
+        return 431;
+    default:
+        return req->too_many_headers ? 431 : 400;
+    }
+    http_parser_pause(parser, 0);
+    if (req->target == NULL)
+        return 400;
+    req->method = (int)parser->method;
+    req->version_minor = parser->http_minor;
+
+    status = pd_check_semantics(req, lim);
+    if (status != 0)
+        return status;
+    return pd_set_path(req);
+}
+
+/* ======================================================================== */
+/* Chunked bodies                                                            */
+/* ======================================================================== */
+
+enum {
+    CK_SIZE,        /* first hex digit of a chunk size */
+    CK_SIZE_MORE,   /* more digits, an extension, or CR */
+    CK_EXT,         /* chunk extension up to CR */
+    CK_SIZE_LF,
+    CK_DATA,
+    CK_DATA_CR,
+    CK_DATA_LF,
+    CK_TRAILER,     /* start of a trailer line, or CR of the last line */
+    CK_TRAILER_LINE,
+    CK_TRAILER_LF,
+    CK_END_LF
+};
+
+size_t pd_chunked_feed(pd_chunked_t *ck, const char *buf, size_t len,
+                       uint64_t max_body, size_t max_trailer, int *status)
+{
+    const unsigned char *p = (const unsigned char *)buf;
+    const unsigned char *end = p + len;
+    unsigned v;
+
+    *status = 0;
+    while (p < end) {
+        unsigned char c = *p;
+
+        switch (ck->state) {
+        case CK_SIZE:
+            if (!pd_is_hex(c, &v))
+                goto bad;
+            ck->left = v;
+            ck->digits = 1;
+            ck->line = 0;
+            ck->state = CK_SIZE_MORE;
+            break;
+        case CK_SIZE_MORE:
+            if (pd_is_hex(c, &v)) {
+                if (++ck->digits > 15)
+                    goto bad;   /* beyond any body we would take */
+                ck->left = ck->left * 16 + v;
+            } else if (c == ';' || c == ' ' || c == '\t') {
+                ck->state = CK_EXT;
+            } else if (c == '\r') {
+                ck->state = CK_SIZE_LF;
+            } else {
+                goto bad;
+            }
+            break;
+        case CK_EXT:
+            if (c == '\r')
+                ck->state = CK_SIZE_LF;
+            else if (!pd_is_field_char(c) || ++ck->line > max_trailer)
+                goto bad;
+            break;
+        case CK_SIZE_LF:
+            if (c != '\n')
+                goto bad;
+            if (ck->left > max_body - ck->total) {
+                *status = 413;
+                return (size_t)(p - (const unsigned char *)buf);
+            }
+            ck->total += ck->left;
+            ck->line = 0;
+            ck->state = ck->left == 0 ? CK_TRAILER : CK_DATA;
+            break;
+        case CK_DATA: {
+            size_t n = (size_t)(end - p) < ck->left ? (size_t)(end - p) : (size_t)ck->left;
+
+            ck->left -= n;
+            p += n;
+            if (ck->left == 0)
+                ck->state = CK_DATA_CR;
+            continue;
+        }
+        case CK_DATA_CR:
+            if (c != '\r')
+                goto bad;   /* the non-strict parser would take any byte */
+            ck->state = CK_DATA_LF;
+            break;
+        case CK_DATA_LF:
+            if (c != '\n')
+                goto bad;
+            ck->state = CK_SIZE;
+            break;
+        case CK_TRAILER:
+            if (c == '\r') {
+                ck->state = CK_END_LF;
+                break;
+            }
+            if (!pd_is_tchar(c))
+                goto bad;
+            ck->state = CK_TRAILER_LINE;
+            if (++ck->line > max_trailer)
+                goto bad;
+            break;
+        case CK_TRAILER_LINE:
+            if (c == '\r')
+                ck->state = CK_TRAILER_LF;
+            else if (!pd_is_field_char(c))
+                goto bad;
+            if (++ck->line > max_trailer)
+                goto bad;
+            break;
+        case CK_TRAILER_LF:
+            if (c != '\n')
+                goto bad;
+            ck->state = CK_TRAILER;
+            break;
+        case CK_END_LF:
+            if (c != '\n')
+                goto bad;
+            *status = 200;
+            return (size_t)(p + 1 - (const unsigned char *)buf);
+        }
+        p++;
+    }
+    return len;
+
+bad:
+    *status = 400;
+    return (size_t)(p - (const unsigned char *)buf);
+}
+
+/* ======================================================================== */
+/* Responses                                                                 */
+/* ======================================================================== */
+
+static char pd_date_buf[32] = "Thu, 01 Jan 1970 00:00:00 GMT";
+
+void pd_http_date_update(time_t now)
+{
+    static const char days[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+    static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                       "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    struct tm tm;
+
+    /* By hand rather than strftime: the names must not follow a locale. */
+    gmtime_r(&now, &tm);
+    snprintf(pd_date_buf, sizeof(pd_date_buf), "%s, %02d %s %04d %02d:%02d:%02d GMT",
+             days[tm.tm_wday], tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900,
+             tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+const char *pd_http_date(void)
+{
+    return pd_date_buf;
+}
+
+const char *pd_http_reason(int status)
+{
+    switch (status) {
+    case 100: return "Continue";
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 413: return "Content Too Large";
+    case 417: return "Expectation Failed";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 505: return "HTTP Version Not Supported";
+    default: return "Unknown";
+    }
+}
+
+/* A bounded string builder on the stack: cheaper than snprintf on the
+ * /plaintext path, where the head is most of the work. */
+typedef struct pd_sb_s {
+    char *p;
+    char *end;
+    bool overflow;
+} pd_sb_t;
+
+static void pd_sb_str(pd_sb_t *sb, const char *s, size_t n)
+{
+    if (sb->overflow || (size_t)(sb->end - sb->p) < n) {
+        sb->overflow = true;
+        return;
+    }
+    memcpy(sb->p, s, n);
+    sb->p += n;
+}
+
+#define PD_SB_LIT(sb, lit) pd_sb_str((sb), (lit), sizeof(lit) - 1)
+
+static void pd_sb_u64(pd_sb_t *sb, uint64_t v)
+{
+    char tmp[24];
+    char *t = tmp + sizeof(tmp);
+
+    do {
+        *--t = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0);
+    pd_sb_str(sb, t, (size_t)(tmp + sizeof(tmp) - t));
+}
+
+int pd_http_write_head(struct evbuffer *out, int status, const char *ctype,
+                       uint64_t content_length, bool keep_alive, bool http10,
+                       bool more_lines)
+{
+    char buf[512];
+    pd_sb_t sb = {buf, buf + sizeof(buf), false};
+    const char *reason = pd_http_reason(status);
+
+    PD_SB_LIT(&sb, "HTTP/1.1 ");
+    pd_sb_u64(&sb, (uint64_t)status);
+    PD_SB_LIT(&sb, " ");
+    pd_sb_str(&sb, reason, strlen(reason));
+    PD_SB_LIT(&sb, "\r\nServer: poold\r\nDate: ");
+    pd_sb_str(&sb, pd_date_buf, 29);
+    if (ctype != NULL) {
+        PD_SB_LIT(&sb, "\r\nContent-Type: ");
+        pd_sb_str(&sb, ctype, strlen(ctype));
+    }
+    PD_SB_LIT(&sb, "\r\nContent-Length: ");
+    pd_sb_u64(&sb, content_length);
+    if (!keep_alive)
+        PD_SB_LIT(&sb, "\r\nConnection: close");
+    else if (http10)
+        PD_SB_LIT(&sb, "\r\nConnection: keep-alive");
+    if (more_lines)
+        PD_SB_LIT(&sb, "\r\n");
+    else
+        PD_SB_LIT(&sb, "\r\n\r\n");
+    if (sb.overflow)
+        return PD_ERROR;
+    return evbuffer_add(out, buf, (size_t)(sb.p - buf)) == 0 ? PD_OK : PD_ERROR;
+}
+
+int pd_http_write_error(struct evbuffer *out, int status, bool head_only, bool http10)
+{
+    char body[64];
+    int n = snprintf(body, sizeof(body), "%d %s\n", status, pd_http_reason(status));
+
+    if (pd_http_write_head(out, status, "text/plain", (uint64_t)n, false, http10,
+                           false) != PD_OK)
+        return PD_ERROR;
+    if (!head_only && evbuffer_add(out, body, (size_t)n) != 0)
+        return PD_ERROR;
+    return PD_OK;
+}

@@ -1,0 +1,475 @@
+/* poold — the master process.
+ *
+ * pd_master_run reserves the pool's arena and the shared counters, binds the
+ * listening sockets, forks the workers (each pinned to a CPU), prints the
+ * start-up line, then supervises: a worker that dies is logged and replaced,
+ * with back-off when it keeps dying young; SIGTERM/SIGINT stop the workers
+ * gracefully and kill the ones still busy after --shutdown-timeout.  Signal
+ * handlers only set flags; everything happens in the loop, which sleeps in
+ * ppoll() with the signals unblocked only there.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include "poold.h"
+
+/* A worker that dies within this long of its start counts as a crash loop. */
+#define PD_EARLY_DEATH_MS 5000
+/* Back-off from the second early death on: 100 ms, doubling, at most 5 s. */
+#define PD_BACKOFF_MIN_MS 100
+#define PD_BACKOFF_MAX_MS 5000
+
+typedef struct pd_slot_s {
+    pid_t pid;              /* 0 while not running */
+    int64_t started_ms;     /* monotonic */
+    int64_t restart_ms;     /* when to restart; valid while pid == 0 */
+    unsigned fails;         /* consecutive early deaths */
+} pd_slot_t;
+
+typedef struct pd_master_s {
+    const pd_config_t *cfg;
+    pd_slot_t slots[PD_MAX_WORKERS];
+    int lfds[PD_MAX_WORKERS];   /* one listening socket per worker */
+    int nlfds;
+    int cpus[CPU_SETSIZE];      /* the CPUs we may run on, in order */
+    int ncpus;
+    sigset_t run_mask;          /* the mask to restore in ppoll() */
+    bool stopping;
+} pd_master_t;
+
+static volatile sig_atomic_t pd_got_chld;
+static volatile sig_atomic_t pd_got_stop;
+
+static void pd_master_on_signal(int sig)
+{
+    if (sig == SIGCHLD)
+        pd_got_chld = 1;
+    else
+        pd_got_stop = sig;
+}
+
+static int64_t pd_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t pd_tv_ms(const struct timeval *tv)
+{
+    return (int64_t)tv->tv_sec * 1000 + (tv->tv_usec + 999) / 1000;
+}
+
+/* ======================================================================== */
+/* Listening sockets                                                         */
+/* ======================================================================== */
+
+/* One SO_REUSEPORT socket per worker, not one shared socket: measured with
+ * `poold -w 2` under `wrk -c50`, the kernel's hash spreads connections over
+ * the per-worker sockets evenly enough, while on a shared socket whichever
+ * worker wakes first takes a burst of connections (see the figures in
+ * poold(8) and the commit that made this choice).  A worker's socket stays
+ * open in the master, so connections queued on it while the worker is
+ * being replaced wait for its successor instead of being reset. */
+static int pd_listen_one(pd_master_t *m, struct sockaddr_storage *addr, socklen_t len)
+{
+    const pd_config_t *cfg = m->cfg;
+    char where[96];
+    int one = 1;
+    int fd;
+    int port = ntohs(addr->ss_family == AF_INET6
+                         ? ((struct sockaddr_in6 *)addr)->sin6_port
+                         : ((struct sockaddr_in *)addr)->sin_port);
+
+    pd_config_format_addr(cfg, port, where, sizeof(where));
+    fd = socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        pd_log(PD_LOG_ERROR, errno, "socket() for %s failed", where);
+        return -1;
+    }
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) {
+        pd_log(PD_LOG_ERROR, errno, "setsockopt() on %s failed", where);
+        goto fail;
+    }
+    if (bind(fd, (struct sockaddr *)addr, len) != 0) {
+        pd_log(PD_LOG_ERROR, errno, "bind(%s) failed", where);
+        goto fail;
+    }
+    if (listen(fd, 511) != 0) {
+        pd_log(PD_LOG_ERROR, errno, "listen(%s) failed", where);
+        goto fail;
+    }
+    return fd;
+fail:
+    close(fd);
+    return -1;
+}
+
+/* Returns the bound port, or -1 (logged). */
+static int pd_listen_all(pd_master_t *m)
+{
+    struct sockaddr_storage addr = m->cfg->addr;
+    socklen_t len = m->cfg->addrlen;
+    int port;
+
+    for (int i = 0; i < m->cfg->workers; i++) {
+        int fd = pd_listen_one(m, &addr, len);
+
+        if (fd < 0)
+            return -1;
+        m->lfds[m->nlfds++] = fd;
+        /* With port 0 the first bind picks the port; the others join it. */
+        if (i == 0 && getsockname(fd, (struct sockaddr *)&addr, &len) != 0) {
+            pd_log(PD_LOG_ERROR, errno, "getsockname() failed");
+            return -1;
+        }
+    }
+    port = ntohs(addr.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&addr)->sin6_port
+                                            : ((struct sockaddr_in *)&addr)->sin_port);
+    return port;
+}
+
+static void pd_listen_close(pd_master_t *m)
+{
+    for (int i = 0; i < m->nlfds; i++)
+        close(m->lfds[i]);
+    m->nlfds = 0;
+}
+
+/* ======================================================================== */
+/* Workers                                                                   */
+/* ======================================================================== */
+
+static void pd_cpus_init(pd_master_t *m)
+{
+    cpu_set_t set;
+
+    m->ncpus = 0;
+    /* "CPU i" means the i-th CPU we may run on, so that `taskset -c 2,3
+     * poold` pins inside 2,3 instead of escaping to 0,1. */
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+        for (int c = 0; c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, &set))
+                m->cpus[m->ncpus++] = c;
+    }
+    if (m->ncpus == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+        for (int c = 0; c < n && c < CPU_SETSIZE; c++)
+            m->cpus[m->ncpus++] = c;
+    }
+}
+
+/* In the child, right after fork.  Never returns. */
+static void pd_child(pd_master_t *m, int i, pid_t master)
+{
+    const pd_config_t *cfg = m->cfg;
+    struct sigaction dfl;
+
+    if (pd_alloc_attach() != PD_OK)
+        _exit(1);
+
+    /* The master's flag handlers mean nothing here; the signals stay
+     * blocked until the worker's loop can take them. */
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGTERM, &dfl, NULL);
+    sigaction(SIGINT, &dfl, NULL);
+    sigaction(SIGCHLD, &dfl, NULL);
+
+    /* Do not outlive a master killed with SIGKILL. */
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != master)
+        _exit(0);
+
+    if (cfg->pin && m->ncpus > 0) {
+        cpu_set_t set;
+        int cpu = m->cpus[i % m->ncpus];
+
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        if (sched_setaffinity(0, sizeof(set), &set) != 0)
+            pd_log(PD_LOG_WARN, errno, "worker %d: sched_setaffinity(CPU %d) failed", i, cpu);
+        else
+            pd_log(PD_LOG_DEBUG, 0, "worker %d pinned to CPU %d", i, cpu);
+    }
+    for (int k = 0; k < m->nlfds; k++)
+        if (k != i)
+            close(m->lfds[k]);
+    _exit(pd_worker_run(cfg, i, m->lfds[i]));
+}
+
+/* Fork worker i.  Returns its pid, or -1 (logged; retried later). */
+static pid_t pd_spawn(pd_master_t *m, int i)
+{
+    pid_t master = getpid();
+    pid_t pid = fork();
+
+    if (pid < 0) {
+        pd_log(PD_LOG_ERROR, errno, "fork() for worker %d failed", i);
+        m->slots[i].restart_ms = pd_now_ms() + PD_BACKOFF_MAX_MS;
+        return -1;
+    }
+    if (pid == 0)
+        pd_child(m, i, master);
+    m->slots[i].pid = pid;
+    m->slots[i].started_ms = pd_now_ms();
+    return pid;
+}
+
+static int pd_slot_of(const pd_master_t *m, pid_t pid)
+{
+    for (int i = 0; i < m->cfg->workers; i++)
+        if (m->slots[i].pid == pid)
+            return i;
+    return -1;
+}
+
+static void pd_describe(int status, char *buf, size_t cap)
+{
+    if (WIFEXITED(status))
+        snprintf(buf, cap, "exited with status %d", WEXITSTATUS(status));
+    else if (WIFSIGNALED(status))
+        snprintf(buf, cap, "killed by signal %d", WTERMSIG(status));
+    else
+        snprintf(buf, cap, "ended with wait status %d", status);
+}
+
+/* Collect dead workers; replace them unless stopping. */
+static void pd_reap(pd_master_t *m)
+{
+    int status;
+    pid_t pid;
+
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        int i = pd_slot_of(m, pid);
+        pd_slot_t *s;
+        char how[64];
+        int64_t now, delay;
+
+        if (i < 0)
+            continue;
+        s = &m->slots[i];
+        s->pid = 0;
+        pd_stats_end(i);
+        pd_describe(status, how, sizeof(how));
+        if (m->stopping) {
+            pd_log(PD_LOG_DEBUG, 0, "worker %d (pid %d) %s", i, (int)pid, how);
+            continue;
+        }
+        now = pd_now_ms();
+        if (now - s->started_ms < PD_EARLY_DEATH_MS)
+            s->fails++;
+        else
+            s->fails = 0;
+        /* The first early death may be bad luck; a second is a loop. */
+        delay = 0;
+        if (s->fails > 1) {
+            delay = PD_BACKOFF_MIN_MS;
+            for (unsigned k = 2; k < s->fails && delay < PD_BACKOFF_MAX_MS; k++)
+                delay *= 2;
+            if (delay > PD_BACKOFF_MAX_MS)
+                delay = PD_BACKOFF_MAX_MS;
+        }
+        s->restart_ms = now + delay;
+        if (delay == 0 && pd_spawn(m, i) > 0) {
+            pd_log(PD_LOG_WARN, 0, "worker %d (pid %d) %s; replaced by pid %d",
+                   i, (int)pid, how, (int)s->pid);
+            continue;
+        }
+        pd_log(PD_LOG_WARN, 0, "worker %d (pid %d) %s; restarting in %lld ms",
+               i, (int)pid, how, (long long)delay);
+    }
+}
+
+/* Start the workers whose back-off has passed; returns ms until the next. */
+static int64_t pd_restart_due(pd_master_t *m)
+{
+    int64_t now = pd_now_ms();
+    int64_t next = 1000;
+
+    for (int i = 0; i < m->cfg->workers; i++) {
+        pd_slot_t *s = &m->slots[i];
+
+        if (s->pid != 0)
+            continue;
+        if (s->restart_ms <= now) {
+            if (pd_spawn(m, i) > 0)
+                pd_log(PD_LOG_WARN, 0, "worker %d restarted as pid %d", i, (int)s->pid);
+            continue;
+        }
+        if (s->restart_ms - now < next)
+            next = s->restart_ms - now;
+    }
+    return next;
+}
+
+static int pd_live(const pd_master_t *m)
+{
+    int n = 0;
+
+    for (int i = 0; i < m->cfg->workers; i++)
+        n += m->slots[i].pid != 0;
+    return n;
+}
+
+static void pd_signal_all(const pd_master_t *m, int sig)
+{
+    for (int i = 0; i < m->cfg->workers; i++)
+        if (m->slots[i].pid != 0)
+            kill(m->slots[i].pid, sig);
+}
+
+/* The stopping phase: wait for the workers, kill the late ones. */
+static void pd_stop(pd_master_t *m, int sig)
+{
+    int64_t deadline = pd_now_ms() + pd_tv_ms(&m->cfg->shutdown_timeout);
+
+    m->stopping = true;
+    pd_log(PD_LOG_INFO, 0, "signal %d: stopping %d workers", sig, pd_live(m));
+    pd_signal_all(m, SIGTERM);
+    /* New connections now fail fast instead of queueing for nobody. */
+    pd_listen_close(m);
+
+    for (;;) {
+        int64_t left;
+        struct timespec ts;
+
+        if (pd_got_chld) {
+            pd_got_chld = 0;
+            pd_reap(m);
+        }
+        if (pd_live(m) == 0)
+            return;
+        left = deadline - pd_now_ms();
+        if (left <= 0)
+            break;
+        ts.tv_sec = left / 1000;
+        ts.tv_nsec = (left % 1000) * 1000000;
+        ppoll(NULL, 0, &ts, &m->run_mask);
+    }
+    for (int i = 0; i < m->cfg->workers; i++) {
+        pd_slot_t *s = &m->slots[i];
+        int status;
+
+        if (s->pid == 0)
+            continue;
+        pd_log(PD_LOG_WARN, 0, "worker %d (pid %d) still busy after the shutdown timeout: killed",
+               i, (int)s->pid);
+        kill(s->pid, SIGKILL);
+        while (waitpid(s->pid, &status, 0) < 0 && errno == EINTR)
+            ;
+        s->pid = 0;
+        pd_stats_end(i);
+    }
+}
+
+static int pd_signals_init(pd_master_t *m)
+{
+    struct sigaction sa;
+    sigset_t block;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, NULL);  /* a peer gone mid-write is an EPIPE */
+
+    sigemptyset(&block);
+    sigaddset(&block, SIGCHLD);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGINT);
+    if (sigprocmask(SIG_BLOCK, &block, &m->run_mask) != 0) {
+        pd_log(PD_LOG_ERROR, errno, "sigprocmask() failed");
+        return PD_ERROR;
+    }
+    sigdelset(&m->run_mask, SIGCHLD);
+    sigdelset(&m->run_mask, SIGTERM);
+    sigdelset(&m->run_mask, SIGINT);
+
+    sa.sa_handler = pd_master_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_NOCLDSTOP;
+    if (sigaction(SIGCHLD, &sa, NULL) != 0 || sigaction(SIGTERM, &sa, NULL) != 0 ||
+        sigaction(SIGINT, &sa, NULL) != 0) {
+        pd_log(PD_LOG_ERROR, errno, "sigaction() failed");
+        return PD_ERROR;
+    }
+    return PD_OK;
+}
+
+static void pd_startup_line(const pd_master_t *m, int port)
+{
+    const pd_config_t *cfg = m->cfg;
+    char pids[PD_MAX_WORKERS * 12];
+    char where[96];
+    char heap[40] = "";
+    size_t n = 0;
+
+    pids[0] = '\0';
+    for (int i = 0; i < cfg->workers; i++)
+        n += (size_t)snprintf(pids + n, sizeof(pids) - n, "%s%d", i > 0 ? "," : "",
+                              (int)m->slots[i].pid);
+    pd_config_format_addr(cfg, port, where, sizeof(where));
+    if (pd_alloc_is_pool())
+        snprintf(heap, sizeof(heap), " heap=%zu", cfg->heap_size);
+    pd_log(PD_LOG_INFO, 0, "started allocator=%s workers=%d pids=%s listen=%s pin=%s%s",
+           pd_alloc_name(), cfg->workers, pids, where, cfg->pin ? "on" : "off", heap);
+}
+
+int pd_master_run(const pd_config_t *cfg)
+{
+    static pd_master_t m;
+    int port;
+
+    memset(&m, 0, sizeof(m));
+    m.cfg = cfg;
+    pd_log_set_verbosity(cfg->verbose);
+    if (pd_signals_init(&m) != PD_OK)
+        return 1;
+    if (pd_alloc_create(cfg->heap_size) != PD_OK)
+        return 1;
+    if (pd_stats_create(cfg->workers) != PD_OK)
+        return 1;
+    port = pd_listen_all(&m);
+    if (port < 0)
+        return 1;
+    pd_cpus_init(&m);
+
+    for (int i = 0; i < cfg->workers; i++) {
+        if (pd_spawn(&m, i) < 0) {
+            pd_signal_all(&m, SIGKILL);
+            return 1;
+        }
+    }
+    pd_startup_line(&m, port);
+
+    while (!pd_got_stop) {
+        int64_t next;
+        struct timespec ts;
+
+        if (pd_got_chld) {
+            pd_got_chld = 0;
+            pd_reap(&m);
+        }
+        next = pd_restart_due(&m);
+        ts.tv_sec = next / 1000;
+        ts.tv_nsec = (next % 1000) * 1000000;
+        if (!pd_got_chld && !pd_got_stop)
+            ppoll(NULL, 0, &ts, &m.run_mask);
+    }
+    pd_stop(&m, pd_got_stop);
+    pd_log(PD_LOG_INFO, 0, "stopped");
+    return 0;
+}

@@ -1,0 +1,343 @@
+/* poold — declarations shared by the server's translation units.
+ *
+ * The server is a master (master.c) that forks N workers (worker.c); each
+ * worker runs one libevent loop over its connections (conn.c), which frame
+ * requests (http.c) and answer them (routes.c).  config.c parses the command
+ * line, log.c formats every log line, alloc.c is the only door to the pool,
+ * srvstats.c holds the per-worker counters shared with every process.
+ */
+#ifndef PD_POOLD_H
+#define PD_POOLD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/types.h>
+
+#include <http_parser.h>
+
+struct evbuffer;
+
+/* Return codes of server functions. */
+#define PD_OK     0
+#define PD_ERROR (-1)
+#define PD_AGAIN (-2)
+
+#define PD_MAX_WORKERS 256
+/* A request head may hold at most this many header fields (more → 431). */
+#define PD_MAX_HEADERS 128
+
+/* ------------------------------------------------------------------------ */
+/* config.c                                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct pd_config_s {
+    int workers;                    /* -w: 1..PD_MAX_WORKERS */
+    int port;                       /* -p: 0 asks the kernel for a port */
+    char bind[64];                  /* -b as given (an IPv4 or IPv6 literal) */
+    struct sockaddr_storage addr;   /* bind and port, ready for bind(2) */
+    socklen_t addrlen;
+    bool pin;                       /* false with --no-pin */
+    size_t heap_size;               /* --heap-size, bytes */
+    size_t max_header;              /* --max-header, bytes */
+    uint64_t max_body;              /* --max-body, bytes */
+    int max_conns;                  /* --max-conns, per worker */
+    struct timeval header_timeout;  /* --header-timeout */
+    struct timeval idle_timeout;    /* --idle-timeout */
+    struct timeval shutdown_timeout;/* --shutdown-timeout */
+    int verbose;                    /* number of -v */
+} pd_config_t;
+
+typedef enum pd_config_result_e {
+    PD_CONFIG_RUN,      /* start the server with *cfg */
+    PD_CONFIG_HELP,     /* -h: print pd_config_usage() to stdout, exit 0 */
+    PD_CONFIG_VERSION,  /* -V: print the version, exit 0 */
+    PD_CONFIG_ERROR     /* err holds one line without "poold: " or newline */
+} pd_config_result_t;
+
+/* Fill *cfg with the defaults, then apply argv (getopt_long, so optind is
+ * reset first and argv may be permuted).  Never prints and never exits: the
+ * caller reports.  On PD_CONFIG_ERROR err (NUL-terminated, truncated to cap)
+ * says what is wrong, e.g. "invalid value '12x' for -w: expected an integer
+ * from 1 to 256". */
+pd_config_result_t pd_config_parse(pd_config_t *cfg, int argc, char **argv,
+                                   char *err, size_t cap);
+
+/* Write the usage text (every option with its default) to out. */
+void pd_config_usage(FILE *out);
+
+/* Parse a size with an optional K, M or G suffix (powers of 1024) into *out.
+ * Digits only (no sign, no blanks); fails on overflow.  Returns PD_OK or
+ * PD_ERROR. */
+int pd_parse_size(const char *s, uint64_t *out);
+
+/* Parse seconds with an optional fraction ("0.5", at most 6 decimals) into
+ * *out.  Returns PD_OK or PD_ERROR; the range is the caller's to check. */
+int pd_parse_seconds(const char *s, struct timeval *out);
+
+/* Format cfg's bind address and the given port as "127.0.0.1:8080" or
+ * "[::1]:8080" into buf. */
+void pd_config_format_addr(const pd_config_t *cfg, int port, char *buf, size_t cap);
+
+/* ------------------------------------------------------------------------ */
+/* log.c                                                                     */
+/* ------------------------------------------------------------------------ */
+
+typedef enum pd_log_level_e {
+    PD_LOG_ERROR,
+    PD_LOG_WARN,
+    PD_LOG_INFO,
+    PD_LOG_DEBUG,   /* shown with -v */
+    PD_LOG_TRACE    /* shown with -vv, printed as "debug": per connection */
+} pd_log_level_t;
+
+/* Show levels up to INFO plus one more per -v. */
+void pd_log_set_verbosity(int verbose);
+
+/* True when a line at this level would be printed (to skip costly
+ * formatting). */
+bool pd_log_enabled(pd_log_level_t level);
+
+/* Write one line "poold[PID]: LEVEL: message" to stderr with one write(2),
+ * so lines of several processes never interleave.  A non-zero err appends
+ * ": <strerror(err)>".  Lines longer than 4 KiB are truncated.  errno is
+ * preserved. */
+void pd_log(pd_log_level_t level, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ------------------------------------------------------------------------ */
+/* alloc.c — the only place that knows whether the pool is linked            */
+/* ------------------------------------------------------------------------ */
+
+/* "glibc", or the pool's name when it is linked. */
+const char *pd_alloc_name(void);
+
+/* True when the pool is linked (the start-up line then names the heap). */
+bool pd_alloc_is_pool(void);
+
+/* Master, before fork: reserve the pool's arena of heap bytes.  No-op
+ * without the pool.  Returns PD_OK, or PD_ERROR after logging one line. */
+int pd_alloc_create(size_t heap);
+
+/* Worker, first thing after fork: serve malloc from the shared arena.  No-op
+ * without the pool.  Returns PD_OK, or PD_ERROR after logging one line. */
+int pd_alloc_attach(void);
+
+/* The allocator's /stats section as one JSON object, snprintf-style: returns
+ * the length needed; buf is NUL-terminated when cap > 0. */
+size_t pd_alloc_stats_json(char *buf, size_t cap);
+
+/* ------------------------------------------------------------------------ */
+/* srvstats.c — per-worker counters in memory shared by all processes        */
+/* ------------------------------------------------------------------------ */
+
+/* One worker's counters.  Only that worker writes them; every process may
+ * read them, so all access goes through relaxed atomics. */
+typedef struct pd_wstats_sh_s {
+    int32_t xpid;           /* 0 while the slot has no live worker */
+    int32_t index;
+    uint64_t xrequests;     /* requests answered (any status) */
+    uint64_t xconnections;  /* connections open now */
+    uint64_t xbytes_in;
+    uint64_t xbytes_out;
+} __attribute__((aligned(64))) pd_wstats_sh_t;  /* a cache line each: no false sharing */
+
+/* Master, before fork: map n zeroed slots MAP_SHARED.  Returns PD_OK or
+ * PD_ERROR (logged).  A second call replaces the first mapping (tests). */
+int pd_stats_create(int n);
+
+/* Number of slots, 0 before pd_stats_create(). */
+int pd_stats_count(void);
+
+/* Slot i (0 <= i < pd_stats_count()). */
+pd_wstats_sh_t *pd_stats_slot(int i);
+
+/* A worker starting in slot i: record its pid, zero its counters. */
+void pd_stats_begin(int i, pid_t pid);
+
+/* The master after slot i's worker died: no pid, no open connections. */
+void pd_stats_end(int i);
+
+/* Add n to a counter of the caller's own slot. */
+static inline void pd_stat_add(uint64_t *field, uint64_t n)
+{
+    /* Single writer: a load and a store suffice, no locked RMW needed. */
+    __atomic_store_n(field, __atomic_load_n(field, __ATOMIC_RELAXED) + n,
+                     __ATOMIC_RELAXED);
+}
+
+static inline void pd_stat_sub(uint64_t *field, uint64_t n)
+{
+    __atomic_store_n(field, __atomic_load_n(field, __ATOMIC_RELAXED) - n,
+                     __ATOMIC_RELAXED);
+}
+
+/* ------------------------------------------------------------------------ */
+/* http.c — request framing on top of http-parser, response heads            */
+/* ------------------------------------------------------------------------ */
+
+typedef struct pd_header_s {
+    const char *name;       /* points into the request head, not terminated */
+    const char *value;      /* OWS trimmed */
+    uint32_t nlen;
+    uint32_t vlen;
+} pd_header_t;
+
+/* What a request head said.  Pointers refer to the head's bytes and are
+ * valid only while they stay in the input buffer. */
+typedef struct pd_request_s {
+    int method;                 /* enum http_method */
+    int version_minor;          /* 0 or 1: HTTP/1.x */
+    const char *target;         /* request-target as sent */
+    size_t target_len;
+    const char *path;           /* target without query (absolute form resolved) */
+    size_t path_len;
+    uint64_t content_length;    /* 0 without Content-Length */
+    bool chunked;               /* Transfer-Encoding: chunked */
+    bool keep_alive;            /* per version and Connection */
+    bool expect_continue;       /* HTTP/1.1 and Expect: 100-continue */
+    bool too_many_headers;      /* set by the parser callbacks */
+    bool in_value;              /* callback state: last piece was a value */
+    unsigned nheaders;
+    pd_header_t headers[PD_MAX_HEADERS];
+} pd_request_t;
+
+/* Limits the framing enforces (from pd_config_t). */
+typedef struct pd_limits_s {
+    size_t max_header;
+    uint64_t max_body;
+} pd_limits_t;
+
+/* Length of the request head at the start of buf (request line, header
+ * fields and the empty line, CRLFs included), or 0 while it is incomplete.
+ * *scanned carries the search position across calls for the same head so
+ * that a head trickling in byte by byte is scanned once; start it at 0. */
+size_t pd_http_find_head(const char *buf, size_t len, size_t *scanned);
+
+/* Validate and parse the complete head buf[0..len) into *req with parser
+ * (re-initialised here).  Returns 0 when the request may be served, or the
+ * status to reject it with: 400 (malformed, RFC 9112 violations), 413 (body
+ * over lim->max_body), 417 (unknown expectation), 431 (head over
+ * lim->max_header or too many fields), 501 (unknown method or transfer
+ * coding), 505 (HTTP version other than 1.0 and 1.1). */
+int pd_http_parse_head(pd_request_t *req, http_parser *parser,
+                       const char *buf, size_t len, const pd_limits_t *lim);
+
+/* Strict chunked body decoder: it only frames and discards the data. */
+typedef struct pd_chunked_s {
+    int state;
+    uint64_t left;      /* data bytes left in the current chunk */
+    uint64_t total;     /* data bytes so far */
+    unsigned digits;    /* hex digits of the current size */
+    size_t line;        /* bytes in the current extension or trailer section */
+} pd_chunked_t;
+
+/* Feed len bytes.  Returns the bytes consumed and sets *status: 0 needs
+ * more, 200 the body ended after the bytes consumed (the rest belongs to
+ * the next request), 400 framing error, 413 data over max_body. */
+size_t pd_chunked_feed(pd_chunked_t *ck, const char *p, size_t len,
+                       uint64_t max_body, size_t max_trailer, int *status);
+
+/* Refresh the cached Date value from now; called once a second. */
+void pd_http_date_update(time_t now);
+
+/* The cached "Sun, 06 Nov 1994 08:49:37 GMT" (29 characters). */
+const char *pd_http_date(void);
+
+/* The reason phrase of a status code ("Unknown" for codes poold never sends). */
+const char *pd_http_reason(int status);
+
+/* Append a response head to out: status line, Server, Date, Content-Type
+ * (omitted when ctype is NULL), Content-Length, and Connection when it
+ * differs from the default of the request's version (keep-alive for
+ * HTTP/1.0, close).  With more_lines the empty line is left out: the caller
+ * adds its own field lines and then "\r\n".  Returns PD_OK or PD_ERROR (out
+ * of memory). */
+int pd_http_write_head(struct evbuffer *out, int status, const char *ctype,
+                       uint64_t content_length, bool keep_alive, bool http10,
+                       bool more_lines);
+
+/* Append a complete error response (text/plain body naming the status; no
+ * body for HEAD requests) that closes the connection. */
+int pd_http_write_error(struct evbuffer *out, int status, bool head_only,
+                        bool http10);
+
+/* ------------------------------------------------------------------------ */
+/* routes.c                                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct pd_route_ctx_s {
+    int worker_index;
+    pid_t pid;
+    bool keep_alive;    /* the response may keep the connection */
+} pd_route_ctx_t;
+
+/* Answer a parsed request: append the whole response to out.  Unknown
+ * path → 404, a method other than GET and HEAD → 405 with Allow.  Returns
+ * the status sent, or PD_ERROR when out of memory. */
+int pd_route_dispatch(const pd_request_t *req, const pd_route_ctx_t *ctx,
+                      struct evbuffer *out);
+
+/* Heap allocations /heavy makes for a request with nheaders header fields:
+ * node, key and value per request header, the bucket array, node, key and
+ * value per generated response header, and the render buffer. */
+#define PD_HEAVY_LINES 30
+#define PD_HEAVY_ALLOCS(nheaders) (3u * (nheaders) + 1u + 3u * PD_HEAVY_LINES + 1u)
+
+/* The /heavy handler; *allocs receives the number of malloc calls it made
+ * (tests compare it with PD_HEAVY_ALLOCS).  Returns PD_OK or PD_ERROR. */
+int pd_route_heavy(const pd_request_t *req, const pd_route_ctx_t *ctx,
+                   struct evbuffer *out, unsigned *allocs);
+
+/* ------------------------------------------------------------------------ */
+/* worker.c, conn.c, master.c                                                */
+/* ------------------------------------------------------------------------ */
+
+typedef struct pd_conn_s pd_conn_t;
+
+/* One worker process's state (worker.c owns it, conn.c reads it). */
+typedef struct pd_worker_s {
+    const pd_config_t *cfg;
+    struct event_base *base;
+    int index;
+    pid_t pid;
+    int lfd;                    /* listening socket, -1 once stopping */
+    struct event *accept_ev;
+    struct event *date_ev;      /* refreshes the Date cache every second */
+    struct event *sigterm_ev;
+    struct event *sigint_ev;
+    struct event *resume_ev;    /* re-enables accept after EMFILE */
+    pd_wstats_sh_t *stats;      /* this worker's slot */
+    pd_conn_t *conns;           /* all open connections, doubly linked */
+    int nconns;
+    bool stopping;              /* SIGTERM/SIGINT seen: finish and exit */
+} pd_worker_t;
+
+/* Called after a connection closed: ends the loop when the worker is
+ * stopping and that was its last connection. */
+void pd_worker_conn_gone(pd_worker_t *w);
+
+/* Run worker `index` on the listening socket lfd until SIGTERM/SIGINT and
+ * its connections are done.  Called in the forked child with SIGTERM, SIGINT
+ * and SIGCHLD blocked; unblocks them once its handlers are in place.
+ * Returns the process exit status. */
+int pd_worker_run(const pd_config_t *cfg, int index, int lfd);
+
+/* Take over an accepted, non-blocking socket.  Returns PD_OK, or PD_ERROR
+ * after closing fd. */
+int pd_conn_open(pd_worker_t *w, int fd);
+
+/* Close a connection now (worker shutdown, errors). */
+void pd_conn_close(pd_conn_t *c);
+
+/* Worker shutdown: close every connection that has no request in progress;
+ * the others close after answering theirs. */
+void pd_conn_shutdown_all(pd_worker_t *w);
+
+/* Master: bind, fork, supervise.  Returns the process exit status. */
+int pd_master_run(const pd_config_t *cfg);
+
+#endif /* PD_POOLD_H */

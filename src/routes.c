@@ -1,0 +1,398 @@
+/* poold — the four routes.
+ *
+ * "/" names the allocator, worker and pid; "/plaintext" is the cheapest
+ * possible answer (no heap allocation of its own); "/heavy" is the
+ * allocation-heavy workload the pool is measured on; "/stats" reports every
+ * worker's counters and the allocator's.  pd_route_dispatch is the entry.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+
+#include "poold.h"
+
+#define PD_JSON "application/json"
+#define PD_TEXT "text/plain"
+
+static bool pd_path_is(const pd_request_t *req, const char *path)
+{
+    size_t n = strlen(path);
+
+    return req->path_len == n && memcmp(req->path, path, n) == 0;
+}
+
+static bool pd_head_only(const pd_request_t *req)
+{
+    return req->method == HTTP_HEAD;
+}
+
+/* A complete response with a small body. */
+static int pd_respond(const pd_request_t *req, const pd_route_ctx_t *ctx,
+                      struct evbuffer *out, int status, const char *ctype,
+                      const char *body, size_t len)
+{
+    if (pd_http_write_head(out, status, ctype, len, ctx->keep_alive,
+                           req->version_minor == 0, false) != PD_OK)
+        return PD_ERROR;
+    if (!pd_head_only(req) && evbuffer_add(out, body, len) != 0)
+        return PD_ERROR;
+    return status;
+}
+
+static int pd_route_root(const pd_request_t *req, const pd_route_ctx_t *ctx,
+                         struct evbuffer *out)
+{
+    char body[160];
+    int n = snprintf(body, sizeof(body), "{\"allocator\":\"%s\",\"worker\":%d,\"pid\":%d}",
+                     pd_alloc_name(), ctx->worker_index, (int)ctx->pid);
+
+    return pd_respond(req, ctx, out, 200, PD_JSON, body, (size_t)n);
+}
+
+static int pd_route_plaintext(const pd_request_t *req, const pd_route_ctx_t *ctx,
+                              struct evbuffer *out)
+{
+    static const char body[] = "Hello, World!";
+
+    return pd_respond(req, ctx, out, 200, PD_TEXT, body, sizeof(body) - 1);
+}
+
+static int pd_route_stats(const pd_request_t *req, const pd_route_ctx_t *ctx,
+                          struct evbuffer *out)
+{
+    struct evbuffer *body = evbuffer_new();
+    char small[2048];
+    char *alloc = small;
+    size_t need;
+    int rc = PD_ERROR;
+
+    if (body == NULL)
+        return PD_ERROR;
+    if (evbuffer_add(body, "{\"workers\":[", 12) != 0)
+        goto fail;
+    for (int i = 0; i < pd_stats_count(); i++) {
+        pd_wstats_sh_t *s = pd_stats_slot(i);
+
+        if (evbuffer_add_printf(body,
+                "%s{\"index\":%d,\"pid\":%d,\"requests\":%llu,\"connections\":%llu,"
+                "\"bytes_in\":%llu,\"bytes_out\":%llu}",
+                i > 0 ? "," : "", i,
+                (int)__atomic_load_n(&s->xpid, __ATOMIC_RELAXED),
+                (unsigned long long)__atomic_load_n(&s->xrequests, __ATOMIC_RELAXED),
+                (unsigned long long)__atomic_load_n(&s->xconnections, __ATOMIC_RELAXED),
+                (unsigned long long)__atomic_load_n(&s->xbytes_in, __ATOMIC_RELAXED),
+                (unsigned long long)__atomic_load_n(&s->xbytes_out, __ATOMIC_RELAXED)) < 0)
+            goto fail;
+    }
+    /* The pool's section grows with --enable-pool-stats: ask for its size. */
+    need = pd_alloc_stats_json(small, sizeof(small));
+    if (need >= sizeof(small)) {
+        alloc = malloc(need + 1);
+        if (alloc == NULL)
+            goto fail;
+        need = pd_alloc_stats_json(alloc, need + 1);
+    }
+    if (evbuffer_add(body, "],\"allocator\":", 14) != 0 ||
+        evbuffer_add(body, alloc, need) != 0 || evbuffer_add(body, "}", 1) != 0)
+        goto fail;
+    if (pd_http_write_head(out, 200, PD_JSON, evbuffer_get_length(body), ctx->keep_alive,
+                           req->version_minor == 0, false) != PD_OK)
+        goto fail;
+    if (!pd_head_only(req) && evbuffer_add_buffer(out, body) != 0)
+        goto fail;
+    rc = 200;
+fail:
+    if (alloc != small)
+        free(alloc);
+    evbuffer_free(body);
+    return rc;
+}
+
+/* ======================================================================== */
+/* /heavy                                                                    */
+/* ======================================================================== */
+
+/* Allocations per request, the contract documented in poold(8):
+ *     3 per request header field   (node, key, value)
+ *   + 1                             (bucket array, 512 bytes)
+ *   + 3 * PD_HEAVY_LINES = 90       (node, key, value per response line)
+ *   + 1                             (the 1 KiB render buffer)
+ * = 3 * headers + 92.  Nodes are 104 bytes and response values 65..112, so
+ * most allocations land between 64 and 128 bytes, where web servers'
+ * header maps put them. */
+
+#define PD_HEAVY_BUCKETS 64
+#define PD_HEAVY_BUF 1024
+
+typedef struct pd_hnode_s {
+    struct pd_hnode_s *next;    /* bucket chain */
+    struct pd_hnode_s *order;   /* insertion order: rendering is deterministic */
+    char *key;                  /* separate allocations, as a real map keeps them */
+    char *value;
+    size_t klen;
+    size_t vlen;
+    uint64_t hash;
+    char prefix[48];            /* lower-cased key start: cheap compares, and
+                                   it puts the node in the 96..112-byte class */
+} pd_hnode_t;
+
+_Static_assert(sizeof(pd_hnode_t) >= 96 && sizeof(pd_hnode_t) <= 112,
+               "/heavy nodes must stay in the 96..112-byte range");
+
+typedef struct pd_hmap_s {
+    pd_hnode_t **buckets;
+    pd_hnode_t *first;
+    pd_hnode_t **tail;
+    unsigned *allocs;
+} pd_hmap_t;
+
+static void *pd_heavy_malloc(pd_hmap_t *m, size_t n)
+{
+    void *p = malloc(n);
+
+    if (p != NULL)
+        (*m->allocs)++;
+    return p;
+}
+
+static uint64_t pd_heavy_hash(const char *s, size_t n)
+{
+    uint64_t h = 14695981039346656037ull;   /* FNV-1a over the lower-cased key */
+
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+
+        h = (h ^ (c >= 'A' && c <= 'Z' ? c + 32 : c)) * 1099511628211ull;
+    }
+    return h;
+}
+
+static char *pd_heavy_strdup(pd_hmap_t *m, const char *s, size_t n)
+{
+    char *p = pd_heavy_malloc(m, n + 1);
+
+    if (p != NULL) {
+        memcpy(p, s, n);
+        p[n] = '\0';
+    }
+    return p;
+}
+
+/* Insert a copy of key and value (a multimap: repeated fields stay
+ * separate, so the allocation count does not depend on their names). */
+static int pd_hmap_add(pd_hmap_t *m, const char *k, size_t kn, const char *v, size_t vn)
+{
+    pd_hnode_t *node = pd_heavy_malloc(m, sizeof(*node));
+    size_t b;
+
+    if (node == NULL)
+        return PD_ERROR;
+    memset(node, 0, sizeof(*node));
+    node->key = pd_heavy_strdup(m, k, kn);
+    node->value = pd_heavy_strdup(m, v, vn);
+    if (node->key == NULL || node->value == NULL) {
+        free(node->key);
+        free(node->value);
+        free(node);
+        return PD_ERROR;
+    }
+    node->klen = kn;
+    node->vlen = vn;
+    node->hash = pd_heavy_hash(k, kn);
+    for (size_t i = 0; i < kn && i < sizeof(node->prefix) - 1; i++) {
+        unsigned char c = (unsigned char)k[i];
+
+        node->prefix[i] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+    }
+    b = node->hash % PD_HEAVY_BUCKETS;
+    node->next = m->buckets[b];
+    m->buckets[b] = node;
+    *m->tail = node;
+    m->tail = &node->order;
+    return PD_OK;
+}
+
+static void pd_hmap_free(pd_hmap_t *m)
+{
+    pd_hnode_t *n = m->first;
+
+    while (n != NULL) {
+        pd_hnode_t *next = n->order;
+
+        free(n->key);
+        free(n->value);
+        free(n);
+        n = next;
+    }
+    free(m->buckets);
+}
+
+/* Output through a fixed buffer: the count of allocations must not depend
+ * on the size of what is written. */
+typedef struct pd_render_s {
+    struct evbuffer *out;
+    char *buf;
+    size_t len;
+    int rc;
+} pd_render_t;
+
+static void pd_render(pd_render_t *r, const char *s, size_t n)
+{
+    while (n > 0 && r->rc == PD_OK) {
+        size_t k = PD_HEAVY_BUF - r->len;
+
+        if (k == 0) {
+            if (evbuffer_add(r->out, r->buf, r->len) != 0)
+                r->rc = PD_ERROR;
+            r->len = 0;
+            continue;
+        }
+        if (k > n)
+            k = n;
+        memcpy(r->buf + r->len, s, k);
+        r->len += k;
+        s += k;
+        n -= k;
+    }
+}
+
+/* The i-th generated response value: 64 to 111 characters, deterministic. */
+static size_t pd_heavy_value(char *buf, int i, const pd_route_ctx_t *ctx, unsigned nh)
+{
+    static const char fill[] = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                               "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    size_t want = 64 + (size_t)(i * 7) % 48;
+    int n = snprintf(buf, 128, "line=%d;worker=%d;headers=%u;", i, ctx->worker_index, nh);
+
+    memcpy(buf + n, fill, want - (size_t)n);
+    buf[want] = '\0';
+    return want;
+}
+
+int pd_route_heavy(const pd_request_t *req, const pd_route_ctx_t *ctx,
+                   struct evbuffer *out, unsigned *allocs)
+{
+    pd_hmap_t m = {NULL, NULL, NULL, allocs};
+    pd_render_t r = {out, NULL, 0, PD_OK};
+    uint64_t body_len = 0;
+    int rc = PD_ERROR;
+
+    *allocs = 0;
+    m.tail = &m.first;
+    m.buckets = pd_heavy_malloc(&m, PD_HEAVY_BUCKETS * sizeof(*m.buckets));
+    if (m.buckets == NULL)
+        return PD_ERROR;
+    memset(m.buckets, 0, PD_HEAVY_BUCKETS * sizeof(*m.buckets));
+
+    for (unsigned i = 0; i < req->nheaders; i++) {
+        const pd_header_t *h = &req->headers[i];
+
+        if (pd_hmap_add(&m, h->name, h->nlen, h->value, h->vlen) != PD_OK)
+            goto fail;
+        body_len += h->nlen + 2 + h->vlen + 1;
+    }
+    for (int i = 0; i < PD_HEAVY_LINES; i++) {
+        char key[16], value[128];
+        int kn = snprintf(key, sizeof(key), "X-Heavy-%02d", i);
+        size_t vn = pd_heavy_value(value, i, ctx, req->nheaders);
+
+        if (pd_hmap_add(&m, key, (size_t)kn, value, vn) != PD_OK)
+            goto fail;
+    }
+
+    r.buf = pd_heavy_malloc(&m, PD_HEAVY_BUF);
+    if (r.buf == NULL)
+        goto fail;
+    if (pd_http_write_head(out, 200, PD_TEXT, body_len, ctx->keep_alive,
+                           req->version_minor == 0, true) != PD_OK)
+        goto fail;
+    /* The generated lines are the map's entries after the request's. */
+    {
+        pd_hnode_t *n = m.first;
+
+        for (unsigned i = 0; i < req->nheaders; i++)
+            n = n->order;
+        for (; n != NULL; n = n->order) {
+            pd_render(&r, n->key, n->klen);
+            pd_render(&r, ": ", 2);
+            pd_render(&r, n->value, n->vlen);
+            pd_render(&r, "\r\n", 2);
+        }
+        pd_render(&r, "\r\n", 2);
+    }
+    if (!pd_head_only(req)) {
+        unsigned i = 0;
+
+        /* The body echoes the request's fields, found again through the
+         * map so that the lookups are part of the work. */
+        for (pd_hnode_t *n = m.first; n != NULL && i < req->nheaders; n = n->order, i++) {
+            pd_hnode_t *found = m.buckets[n->hash % PD_HEAVY_BUCKETS];
+
+            while (found != NULL && found != n &&
+                   !(found->hash == n->hash && strcmp(found->prefix, n->prefix) == 0 &&
+                     found->klen == n->klen && strcasecmp(found->key, n->key) == 0))
+                found = found->next;
+            pd_render(&r, found->key, found->klen);
+            pd_render(&r, ": ", 2);
+            pd_render(&r, n->value, n->vlen);
+            pd_render(&r, "\n", 1);
+        }
+    }
+    if (r.rc == PD_OK && r.len > 0 && evbuffer_add(out, r.buf, r.len) != 0)
+        r.rc = PD_ERROR;
+    if (r.rc == PD_OK)
+        rc = PD_OK;
+fail:
+    free(r.buf);
+    pd_hmap_free(&m);
+    return rc;
+}
+
+/* ======================================================================== */
+/* Dispatch                                                                  */
+/* ======================================================================== */
+
+int pd_route_dispatch(const pd_request_t *req, const pd_route_ctx_t *ctx,
+                      struct evbuffer *out)
+{
+    static const char allow[] = "Allow: GET, HEAD\r\n\r\n";
+    static const char not_found[] = "404 Not Found\n";
+    static const char not_allowed[] = "405 Method Not Allowed\n";
+    enum { R_ROOT, R_PLAINTEXT, R_HEAVY, R_STATS, R_NONE } route;
+    unsigned allocs;
+
+    if (pd_path_is(req, "/"))
+        route = R_ROOT;
+    else if (pd_path_is(req, "/plaintext"))
+        route = R_PLAINTEXT;
+    else if (pd_path_is(req, "/heavy"))
+        route = R_HEAVY;
+    else if (pd_path_is(req, "/stats"))
+        route = R_STATS;
+    else
+        route = R_NONE;
+
+    if (route == R_NONE)
+        return pd_respond(req, ctx, out, 404, PD_TEXT, not_found, sizeof(not_found) - 1);
+    if (req->method != HTTP_GET && req->method != HTTP_HEAD) {
+        if (pd_http_write_head(out, 405, PD_TEXT, sizeof(not_allowed) - 1, ctx->keep_alive,
+                               req->version_minor == 0, true) != PD_OK ||
+            evbuffer_add(out, allow, sizeof(allow) - 1) != 0 ||
+            evbuffer_add(out, not_allowed, sizeof(not_allowed) - 1) != 0)
+            return PD_ERROR;
+        return 405;
+    }
+    switch (route) {
+    case R_ROOT:
+        return pd_route_root(req, ctx, out);
+    case R_PLAINTEXT:
+        return pd_route_plaintext(req, ctx, out);
+    case R_HEAVY:
+        return pd_route_heavy(req, ctx, out, &allocs) == PD_OK ? 200 : PD_ERROR;
+    default:
+        return pd_route_stats(req, ctx, out);
+    }
+}

@@ -1,0 +1,171 @@
+/* poold — a worker process.
+ *
+ * pd_worker_run is everything a worker does after fork: attach to the
+ * allocator, build its own libevent base (a base must not cross fork), accept
+ * on its listening socket, refresh the Date cache every second, and on
+ * SIGTERM/SIGINT stop accepting, let requests in flight finish, and return.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <event2/event.h>
+
+#include "poold.h"
+
+/* Connections taken per wake-up: enough to drain a burst, few enough that
+ * one worker does not starve its own clients while accepting. */
+#define PD_ACCEPT_BATCH 16
+
+void pd_worker_conn_gone(pd_worker_t *w)
+{
+    if (w->stopping && w->nconns == 0)
+        event_base_loopbreak(w->base);
+}
+
+static void worker_on_accept(evutil_socket_t lfd, short what, void *arg)
+{
+    static const struct timeval pause = {0, 100000};
+    pd_worker_t *w = arg;
+    int one = 1;
+
+    for (int i = 0; i < PD_ACCEPT_BATCH && !w->stopping; i++) {
+        int fd = accept4((int)lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno == EAGAIN)
+                return;     /* another worker took it, or the queue is empty */
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                /* Out of descriptors or memory: pausing beats spinning on a
+                 * socket that stays readable. */
+                pd_log(PD_LOG_WARN, errno, "accept4() failed, pausing accept for 100 ms");
+                event_del(w->accept_ev);
+                event_add(w->resume_ev, &pause);
+                return;
+            }
+            pd_log(PD_LOG_WARN, errno, "accept4() failed");
+            return;
+        }
+        if (w->nconns >= w->cfg->max_conns) {
+            /* Over --max-conns: close at once, so the client learns now
+             * instead of waiting in a queue nobody serves. */
+            if (pd_log_enabled(PD_LOG_TRACE))
+                pd_log(PD_LOG_TRACE, 0, "connection refused: %d open", w->nconns);
+            close(fd);
+            continue;
+        }
+        /* Responses leave in one write each: Nagle would only delay them. */
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        pd_conn_open(w, fd);
+    }
+}
+
+static void worker_on_resume(evutil_socket_t fd, short what, void *arg)
+{
+    pd_worker_t *w = arg;
+
+    if (!w->stopping)
+        event_add(w->accept_ev, NULL);
+}
+
+static void worker_on_date(evutil_socket_t fd, short what, void *arg)
+{
+    pd_http_date_update(time(NULL));
+}
+
+/* libevent's own handler only records the signal and wakes the loop; the
+ * work happens here, in the loop. */
+static void worker_on_stop(evutil_socket_t sig, short what, void *arg)
+{
+    pd_worker_t *w = arg;
+
+    if (w->stopping)
+        return;
+    w->stopping = true;
+    pd_log(PD_LOG_DEBUG, 0, "worker %d: signal %d, finishing %d connections",
+           w->index, (int)sig, w->nconns);
+    event_del(w->accept_ev);
+    event_del(w->resume_ev);
+    close(w->lfd);
+    w->lfd = -1;
+    pd_conn_shutdown_all(w);
+    pd_worker_conn_gone(w);
+}
+
+int pd_worker_run(const pd_config_t *cfg, int index, int lfd)
+{
+    pd_worker_t w;
+    sigset_t set;
+    struct timeval second = {1, 0};
+    int rc = 1;
+
+    memset(&w, 0, sizeof(w));
+    w.cfg = cfg;
+    w.index = index;
+    w.pid = getpid();
+    w.lfd = lfd;
+    w.stats = pd_stats_slot(index);
+    pd_stats_begin(index, w.pid);
+
+    /* The parser's own limit must never be the one that fires first. */
+    http_parser_set_max_header_size((uint32_t)cfg->max_header * 2);
+    pd_http_date_update(time(NULL));
+
+    w.base = event_base_new();
+    if (w.base == NULL) {
+        pd_log(PD_LOG_ERROR, 0, "worker %d: event_base_new() failed", index);
+        return 1;
+    }
+    w.accept_ev = event_new(w.base, lfd, EV_READ | EV_PERSIST, worker_on_accept, &w);
+    w.resume_ev = evtimer_new(w.base, worker_on_resume, &w);
+    w.date_ev = event_new(w.base, -1, EV_PERSIST, worker_on_date, &w);
+    w.sigterm_ev = evsignal_new(w.base, SIGTERM, worker_on_stop, &w);
+    w.sigint_ev = evsignal_new(w.base, SIGINT, worker_on_stop, &w);
+    if (w.accept_ev == NULL || w.resume_ev == NULL || w.date_ev == NULL ||
+        w.sigterm_ev == NULL || w.sigint_ev == NULL ||
+        event_add(w.sigterm_ev, NULL) != 0 || event_add(w.sigint_ev, NULL) != 0 ||
+        event_add(w.date_ev, &second) != 0 || event_add(w.accept_ev, NULL) != 0) {
+        pd_log(PD_LOG_ERROR, 0, "worker %d: cannot set up its events", index);
+        goto fail;
+    }
+
+    /* The master forked us with these blocked; the handlers are in place. */
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGCHLD);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+
+    if (event_base_dispatch(w.base) < 0) {
+        pd_log(PD_LOG_ERROR, 0, "worker %d: event loop failed", index);
+        goto fail;
+    }
+    rc = 0;
+fail:
+    while (w.conns != NULL)
+        pd_conn_close(w.conns);
+    if (w.accept_ev != NULL)
+        event_free(w.accept_ev);
+    if (w.resume_ev != NULL)
+        event_free(w.resume_ev);
+    if (w.date_ev != NULL)
+        event_free(w.date_ev);
+    if (w.sigterm_ev != NULL)
+        event_free(w.sigterm_ev);
+    if (w.sigint_ev != NULL)
+        event_free(w.sigint_ev);
+    event_base_free(w.base);
+    if (w.lfd >= 0)
+        close(w.lfd);
+    return rc;
+}
