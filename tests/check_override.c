@@ -439,8 +439,8 @@ START_TEST(test_calloc_zeroes_recycled)
             free(b[i]);
         for (int i = 0; i < BATCH; i++) {
             unsigned char *z = calloc(n / 16, 16);
-            check_block(z, n, 16);
-            check_zero(z, n, "calloc(n / 16, 16) over dirtied blocks");
+            check_block(z, n / 16 * 16, 16);
+            check_zero(z, n / 16 * 16, "calloc(n / 16, 16) over dirtied blocks");
             b[i] = z;
         }
         for (int i = 0; i < BATCH; i++)
