@@ -18,7 +18,10 @@ shm_libshmpool_core_la_CFLAGS = $(POOL_CFLAGS)
 shm_libshmpool_override_la_SOURCES = shm/override.c
 shm_libshmpool_override_la_CFLAGS = $(POOL_CFLAGS)
 
+# preload.c (SHMPOOL_MODE and friends) is linked only into the .so: poold
+# creates its own arena and must not react to those variables.
 lib_LTLIBRARIES += shm/libshmpool.la
-shm_libshmpool_la_SOURCES =
+shm_libshmpool_la_SOURCES = shm/preload.c
+shm_libshmpool_la_CFLAGS = $(POOL_CFLAGS)
 shm_libshmpool_la_LIBADD = shm/libshmpool_override.la shm/libshmpool_core.la
 shm_libshmpool_la_LDFLAGS = -avoid-version -pthread

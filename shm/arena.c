@@ -1,0 +1,381 @@
+/* libshmpool — the arena: create, attach, detach, thread slots and fork.
+ *
+ * pool_create() maps one MAP_SHARED|MAP_NORESERVE region and lays out, at
+ * fixed offsets: the header, the central caches, counters, the page heap, the
+ * slots, the span descriptors, the page map, then the data pages.  Nothing
+ * here calls malloc.  pool_attach() (after fork) validates the header and
+ * gives the calling thread a slot; other threads of an attached process take
+ * a slot at their first allocation and give it back when they exit.
+ *
+ * Fork: the child of an attached process drops its copied thread cache
+ * without flushing it (the objects still belong to the parent's cache) and
+ * becomes "forked": its frees of arena pointers are ignored and counted.
+ * Because the arena is MAP_SHARED, the child would otherwise write into the
+ * parent's objects; so it replaces the used part of the arena with a private
+ * copy (what copy-on-write gives a glibc heap), while the parent waits in
+ * its atfork handler so that the copy is the state at fork.
+ */
+#include "pool-internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "prim/prim.h"
+
+pool_arena_t pool_arena_;
+pool_proc_state_t pool_proc_state_;
+pool_tcache_sh_t pool_empty_tcache_;
+__thread pool_tcache_sh_t *pool_tls_tcache_
+    __attribute__((tls_model("initial-exec"))) = &pool_empty_tcache_;
+
+static int proc_slot = -1;          /* slot taken by pool_attach() */
+static bool attach_children;        /* SHMPOOL_MODE=children */
+static pthread_key_t thread_key;    /* destructor gives the slot back */
+static pthread_once_t once_handlers = PTHREAD_ONCE_INIT;
+static bool handlers_ok;
+
+/* Arena alignment: a 2 MiB boundary lets the kernel use huge pages where it
+ * can and keeps every page-aligned offset page-aligned in memory. */
+#define POOL_ARENA_ALIGN ((size_t)2 << 20)
+/* Above this the 32-bit page indices of the page map would overflow. */
+#define POOL_MAX_HEAP_SIZE ((size_t)1 << 44)
+#define POOL_MIN_DATA_PAGES 64
+
+/* ------------------------------------------------------------------------ */
+/* Layout                                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef struct layout_s {
+    uint64_t off_central, off_centralstats, off_lockstats, off_pageheap, off_slots;
+    uint64_t off_spans, off_pm_class, off_pm_span, off_data, end;
+} layout_t;
+
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+    return (v + a - 1) & ~(a - 1);
+}
+
+static void layout_for(uint32_t npages, layout_t *l)
+{
+    uint64_t off = align_up(sizeof(pool_header_sh_t), 64);
+    l->off_central = off;
+    off += sizeof(pool_central_sh_t) * POOL_NCLASSES;
+    l->off_centralstats = off = align_up(off, 64);
+    off += sizeof(pool_centralstats_sh_t) * POOL_NCLASSES;
+    l->off_lockstats = off = align_up(off, 64);
+    off += sizeof(pool_lockstats_sh_t) * (1 + POOL_NCLASSES);
+    l->off_pageheap = off = align_up(off, 64);
+    off += sizeof(pool_pageheap_sh_t);
+    l->off_slots = off = align_up(off, 64);
+    off += sizeof(pool_slot_sh_t) * POOL_MAX_SLOTS;
+    l->off_spans = off = align_up(off, 64);
+    off += sizeof(pool_span_sh_t) * (uint64_t)npages;
+    l->off_pm_class = off = align_up(off, 64);
+    off += npages;
+    l->off_pm_span = off = align_up(off, 64);
+    off += sizeof(uint32_t) * (uint64_t)npages;
+    l->off_data = off = align_up(off, POOL_PAGE_SIZE);
+    l->end = off + ((uint64_t)npages << POOL_PAGE_SHIFT);
+}
+
+/* Most data pages that fit in size bytes together with their metadata. */
+static uint32_t pages_for(size_t size)
+{
+    layout_t l;
+    layout_for(0, &l);
+    uint64_t per_page = POOL_PAGE_SIZE + sizeof(pool_span_sh_t) + 1 + sizeof(uint32_t);
+    if (size <= l.end)
+        return 0;
+    uint64_t n = (size - l.end) / per_page;
+    for (;;) {
+        layout_for((uint32_t)n, &l);
+        if (l.end <= size || n == 0)
+            return (uint32_t)n;
+        n--;
+    }
+}
+
+uint32_t pool_layout_version_(void)
+{
+    return POOL_LAYOUT_VERSION | (uint32_t)POOL_CONFIG_DEBUG << 8 |
+           (uint32_t)POOL_CONFIG_SPINLOCK << 12 | (uint32_t)POOL_PAGE_SHIFT << 16;
+}
+
+size_t pool_min_heap_size(void)
+{
+    layout_t l;
+    layout_for(POOL_MIN_DATA_PAGES, &l);
+    return align_up(l.end, (uint64_t)1 << 20);
+}
+
+static void arena_view(pool_header_sh_t *h)
+{
+    char *b = (char *)h;
+    pool_arena_t *a = &pool_arena_;
+    a->slots = (pool_slot_sh_t *)(b + h->off_slots);
+    a->central = (pool_central_sh_t *)(b + h->off_central);
+    a->cstats = (pool_centralstats_sh_t *)(b + h->off_centralstats);
+    a->lockstats = (pool_lockstats_sh_t *)(b + h->off_lockstats);
+    a->ph = (pool_pageheap_sh_t *)(b + h->off_pageheap);
+    a->spans = (pool_span_sh_t *)(b + h->off_spans);
+    a->pm_class = (uint8_t *)(b + h->off_pm_class);
+    a->pm_span = (uint32_t *)(b + h->off_pm_span);
+    a->data = (uintptr_t)(b + h->off_data);
+    a->npages = h->npages;
+    a->data_size = (uintptr_t)h->npages << POOL_PAGE_SHIFT;
+    a->hdr = h;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Threads and fork                                                          */
+/* ------------------------------------------------------------------------ */
+
+static __thread bool tls_exited __attribute__((tls_model("initial-exec")));
+
+static void slot_release(pool_slot_sh_t *slot)
+{
+    __atomic_store_n(&slot->xstate, POOL_SLOT_FREE, __ATOMIC_RELEASE);
+}
+
+/* Thread exit: flush the cache and give the slot back.  Runs only for the
+ * thread that set the key; a forked child cleared it. */
+static void thread_exit(void *arg)
+{
+    pool_slot_sh_t *slot = arg;
+    if (pool_tls_tcache_ != &slot->tcache)
+        return;
+    pool_tcache_flush_(&pool_arena_, &slot->tcache);
+    pool_tls_tcache_ = &pool_empty_tcache_;
+    tls_exited = true;
+    slot_release(slot);
+}
+
+static int fork_gate[2] = { -1, -1 };
+
+static void fork_prepare(void)
+{
+    if (pool_proc_state_ != POOL_PROC_ATTACHED || pool_prim_gate_open_(fork_gate) != 0)
+        fork_gate[0] = fork_gate[1] = -1;
+}
+
+static void fork_parent(void)
+{
+    if (fork_gate[0] < 0)
+        return;
+    pool_prim_gate_wait_(fork_gate);
+    fork_gate[0] = fork_gate[1] = -1;
+}
+
+/* Turn [p, p+len) into a private copy, rounded out to OS pages. */
+static int privatize(const void *p, size_t len)
+{
+    uintptr_t os = pool_prim_os_page_size_();
+    uintptr_t lo = (uintptr_t)p & ~(os - 1);
+    uintptr_t hi = ((uintptr_t)p + len + os - 1) & ~(os - 1);
+    return hi > lo ? pool_prim_privatize_((void *)lo, hi - lo) : 0;
+}
+
+/* The child's copy of everything it may read: the header and tier state,
+ * and the spans, page map and data pages carved so far. */
+static void privatize_arena(void)
+{
+    pool_arena_t *a = &pool_arena_;
+    uint32_t carved = a->ph->carved;
+    int rc = privatize(a->hdr, a->hdr->off_slots);
+    if (rc == 0)
+        rc = privatize(a->spans, sizeof(pool_span_sh_t) * carved);
+    if (rc == 0)
+        rc = privatize(a->pm_class, carved);
+    if (rc == 0)
+        rc = privatize(a->pm_span, sizeof(uint32_t) * carved);
+    if (rc == 0)
+        rc = privatize((void *)a->data, (size_t)carved << POOL_PAGE_SHIFT);
+    if (rc != 0)
+        pool_error_(rc, "forked child %d could not copy the arena; it shares its parent's objects",
+                    pool_prim_getpid_());
+}
+
+static void fork_child(void)
+{
+    tls_exited = false;
+    if (pool_proc_state_ == POOL_PROC_ATTACHED) {
+        if (fork_gate[0] >= 0) {
+            privatize_arena();
+            pool_prim_gate_release_(fork_gate);
+            fork_gate[0] = fork_gate[1] = -1;
+        }
+        /* Drop, never flush: the parent still owns these objects. */
+        pool_tls_tcache_ = &pool_empty_tcache_;
+        pthread_setspecific(thread_key, NULL);
+        pool_proc_state_ = POOL_PROC_FORKED;
+        proc_slot = -1;
+    } else if (attach_children && pool_proc_state_ == POOL_PROC_PRIVATE) {
+        int rc = pool_attach();
+        if (rc != 0)
+            pool_error_(rc, "child %d could not attach to the arena; it stays private",
+                        pool_prim_getpid_());
+    }
+}
+
+static void install_handlers(void)
+{
+    handlers_ok = pthread_key_create(&thread_key, thread_exit) == 0 &&
+                  pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
+}
+
+pool_tcache_sh_t *pool_thread_setup_(void)
+{
+    pool_arena_t *a = &pool_arena_;
+    for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
+        pool_slot_sh_t *slot = &a->slots[i];
+        uint32_t expect = POOL_SLOT_FREE;
+        if (__atomic_load_n(&slot->xstate, __ATOMIC_RELAXED) != POOL_SLOT_FREE ||
+            !__atomic_compare_exchange_n(&slot->xstate, &expect, POOL_SLOT_TAKEN, false,
+                                         __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            continue;
+        slot->used = 1;
+        slot->pid = pool_prim_getpid_();
+        slot->tid = pool_prim_gettid_();
+        pool_tcache_init_(a, &slot->tcache, (uint16_t)i);
+        pool_tls_tcache_ = &slot->tcache;
+        pthread_setspecific(thread_key, slot);
+        return &slot->tcache;
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Lifecycle                                                                 */
+/* ------------------------------------------------------------------------ */
+
+int pool_create(size_t size)
+{
+    if (pool_arena_.hdr != NULL)
+        return EEXIST;
+    if (size < pool_min_heap_size() || size > POOL_MAX_HEAP_SIZE)
+        return EINVAL;
+    size = (size_t)align_up(size, POOL_PAGE_SIZE);
+    pool_sizeclass_init_();
+    pthread_once(&once_handlers, install_handlers);
+
+    void *m;
+    int rc = pool_prim_map_shared_(size, POOL_ARENA_ALIGN, &m);
+    if (rc != 0)
+        return rc;
+    uint32_t npages = pages_for(size);
+    layout_t l;
+    layout_for(npages, &l);
+    pool_header_sh_t *h = m;
+    h->version = pool_layout_version_();
+    h->page_shift = POOL_PAGE_SHIFT;
+    h->base = (uintptr_t)m;
+    h->size = size;
+    h->npages = npages;
+    h->off_slots = l.off_slots;
+    h->off_central = l.off_central;
+    h->off_centralstats = l.off_centralstats;
+    h->off_lockstats = l.off_lockstats;
+    h->off_pageheap = l.off_pageheap;
+    h->off_spans = l.off_spans;
+    h->off_pm_class = l.off_pm_class;
+    h->off_pm_span = l.off_pm_span;
+    h->off_data = l.off_data;
+    arena_view(h);
+    pool_arena_t *a = &pool_arena_;
+    rc = pool_lock_init_(&a->ph->lock, POOL_LOCK_PAGEHEAP);
+    for (unsigned cls = 0; rc == 0 && cls < POOL_NCLASSES; cls++)
+        rc = pool_lock_init_(&a->central[cls].lock, POOL_LOCK_CENTRAL);
+    if (rc != 0) {
+        pool_prim_unmap_(m, size);
+        memset(a, 0, sizeof *a);
+        return rc;
+    }
+    pool_pageheap_init_(a);
+    pool_central_init_(a);
+    /* Last: a header with the magic is a complete header. */
+    __atomic_store_n(&h->magic, POOL_MAGIC, __ATOMIC_RELEASE);
+    return 0;
+}
+
+int pool_attach(void)
+{
+    if (pool_proc_state_ == POOL_PROC_ATTACHED)
+        return EALREADY;
+    pool_header_sh_t *h = pool_arena_.hdr;
+    if (h == NULL)
+        return ENOENT;
+    if (h->magic != POOL_MAGIC || h->version != pool_layout_version_() ||
+        h->base != (uintptr_t)h || h->page_shift != POOL_PAGE_SHIFT) {
+        pool_error_(0, "cannot attach to the arena at %p: its header says magic %lx, base %p, "
+                    "layout version %x; this library expects magic %lx, base %p, version %x",
+                    (void *)h, (unsigned long)h->magic, (void *)h->base, h->version,
+                    (unsigned long)POOL_MAGIC, (void *)h, pool_layout_version_());
+        return EPROTO;
+    }
+    pool_sizeclass_init_();
+    pthread_once(&once_handlers, install_handlers);
+    if (!handlers_ok) {
+        pool_error_(0, "cannot attach: thread-exit or fork handler registration failed");
+        return EAGAIN;
+    }
+    pool_crash_config_();
+    tls_exited = false;
+    pool_tcache_sh_t *tc = pool_thread_setup_();
+    if (tc == NULL)
+        return EAGAIN;
+    proc_slot = tc->slot;
+    pool_proc_state_ = POOL_PROC_ATTACHED;
+    return 0;
+}
+
+void pool_detach(void)
+{
+    if (pool_proc_state_ != POOL_PROC_ATTACHED)
+        return;
+    pool_tcache_sh_t *tc = pool_tls_tcache_;
+    if (tc != &pool_empty_tcache_) {
+        pool_tcache_flush_(&pool_arena_, tc);
+        pool_tls_tcache_ = &pool_empty_tcache_;
+        pthread_setspecific(thread_key, NULL);
+        slot_release(&pool_arena_.slots[tc->slot]);
+    }
+    pool_proc_state_ = POOL_PROC_PRIVATE;
+    proc_slot = -1;
+}
+
+void pool_destroy_(void)
+{
+    if (pool_arena_.hdr == NULL)
+        return;
+    pool_prim_unmap_(pool_arena_.hdr, pool_arena_.hdr->size);
+    memset(&pool_arena_, 0, sizeof pool_arena_);
+    pool_tls_tcache_ = &pool_empty_tcache_;
+    pool_proc_state_ = POOL_PROC_PRIVATE;
+    proc_slot = -1;
+}
+
+void pool_attach_children_(void)
+{
+    attach_children = true;
+}
+
+bool pool_attached(void)
+{
+    return pool_proc_state_ == POOL_PROC_ATTACHED;
+}
+
+int pool_slot(void)
+{
+    return proc_slot;
+}
+
+const char *pool_name(void)
+{
+    return "shmpool";
+}
+
+bool pool_owns(const void *p)
+{
+    return pool_in_arena(p);
+}

@@ -1,0 +1,272 @@
+/* libshmpool — pool_check(): the heap checker.
+ *
+ * Walks every structure and stops at the first inconsistency: the header,
+ * the spans tiling the carved pages and the page map behind them, the page
+ * heap's free lists and counters, each class's span bitmaps, free counts
+ * and list, and the bins of every taken slot.  It holds the page-heap lock
+ * and then every class lock, which no other path does in that order or
+ * holds across the other (so it cannot deadlock); thread caches of other
+ * processes are read as they are, so call it on a quiescent arena.
+ * Always compiled: the tests call it in Release builds too.
+ */
+#include "pool-internal.h"
+
+#include <string.h>
+
+typedef struct chk_s {
+    pool_arena_t *a;
+    char *msg;
+    size_t cap;
+    bool failed;
+} chk_t;
+
+static bool fail(chk_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool fail(chk_t *c, const char *fmt, ...)
+{
+    if (c->failed)
+        return false;
+    c->failed = true;
+    char line[256];
+    va_list ap;
+    va_start(ap, fmt);
+    pool_vsnprintf_(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (c->cap > 0)
+        pool_snprintf_(c->msg, c->cap, "%s", line);
+    pool_error_(0, "pool_check: %s", line);
+    return false;
+}
+
+/* Per class totals gathered by the span walk. */
+typedef struct class_tot_s {
+    uint32_t spans;  /* small spans of the class, not on their way out */
+    uint32_t listed; /* of those, with free objects */
+    uint32_t empty;  /* of the listed, wholly free */
+} class_tot_t;
+
+static bool check_small(chk_t *c, const pool_span_sh_t *s, class_tot_t *tot)
+{
+    const pool_class_t *k = &pool_classes_[s->cls];
+    if (s->cls == 0 || s->cls >= POOL_NCLASSES || s->objsize != k->size || s->count != k->count ||
+        s->npages != k->pages)
+        return fail(c, "span %u: class %u geometry (size %u, count %u, pages %u) is wrong",
+                    s->start, s->cls, s->objsize, s->count, s->npages);
+    uint32_t held = 0;
+    for (unsigned w = 0; w < POOL_BITMAP_WORDS; w++) {
+        held += (uint32_t)__builtin_popcountll(s->bitmap[w]);
+        for (unsigned b = 0; b < 64; b++)
+            if (w * 64 + b >= s->count && !(s->bitmap[w] & (UINT64_C(1) << b)))
+                return fail(c, "span %u: bitmap bit %u past the last object is clear", s->start,
+                            w * 64 + b);
+#if POOL_CONFIG_DEBUG > 0
+        if (s->xheld[w] & ~s->bitmap[w])
+            return fail(c, "span %u: an object held by a caller is free in the bitmap", s->start);
+#endif
+    }
+    if (s->nfree != POOL_MAX_OBJECTS - held)
+        return fail(c, "span %u: free count %u but the bitmap has %u free objects", s->start,
+                    s->nfree, POOL_MAX_OBJECTS - held);
+    if (s->listed == 2) {
+        if (s->nfree != s->count)
+            return fail(c, "span %u: on its way to the page heap with objects in use", s->start);
+        return true;
+    }
+    tot[s->cls].spans++;
+    if ((s->listed == 1) != (s->nfree > 0))
+        return fail(c, "span %u: listed=%u with %u free objects", s->start, s->listed, s->nfree);
+    if (s->nfree > 0)
+        tot[s->cls].listed++;
+    if (s->nfree == s->count)
+        tot[s->cls].empty++;
+    return true;
+}
+
+/* Spans tile [0, carved); the page map agrees with them. */
+static bool check_spans(chk_t *c, class_tot_t *tot, uint64_t *free_spans)
+{
+    pool_arena_t *a = c->a;
+    pool_pageheap_sh_t *ph = a->ph;
+    uint64_t free_pages = 0, returned = 0, small = 0, big = 0;
+    bool prev_free = false;
+    if (ph->carved > a->npages)
+        return fail(c, "page heap: carved %u beyond %u pages", ph->carved, a->npages);
+    for (uint32_t p = 0; p < ph->carved;) {
+        const pool_span_sh_t *s = &a->spans[p];
+        if (s->start != p || s->npages == 0 || (uint64_t)p + s->npages > ph->carved)
+            return fail(c, "page %u: descriptor (start %u, %u pages) does not start a span", p,
+                        s->start, s->npages);
+        uint32_t last = p + s->npages - 1;
+        for (uint32_t q = p + 1; q <= last; q++)
+            if (a->spans[q].state != POOL_SPAN_NONE)
+                return fail(c, "page %u: inside span %u but has a live descriptor", q, p);
+        switch (s->state) {
+        case POOL_SPAN_FREE:
+            if (prev_free)
+                return fail(c, "span %u: free next to a free span (not coalesced)", p);
+            if (a->pm_span[p] != p || a->pm_span[last] != p)
+                return fail(c, "span %u: page map ends of a free span do not point at it", p);
+            for (uint32_t q = p; q <= last; q++)
+                if (a->pm_class[q] != 0)
+                    return fail(c, "page %u: free but page map class is %u", q, a->pm_class[q]);
+            if (s->listed != 1)
+                return fail(c, "span %u: free but not on a free list", p);
+            free_pages += s->npages;
+            if (s->returned)
+                returned += s->npages;
+            (*free_spans)++;
+            break;
+        case POOL_SPAN_SMALL:
+        case POOL_SPAN_BIG:
+            for (uint32_t q = p; q <= last; q++) {
+                if (a->pm_span[q] != p)
+                    return fail(c, "page %u: page map span %u, expected %u", q, a->pm_span[q], p);
+                if (a->pm_class[q] != s->cls)
+                    return fail(c, "page %u: page map class %u, span class %u", q,
+                                a->pm_class[q], s->cls);
+            }
+            if (s->state == POOL_SPAN_BIG) {
+                big += s->npages;
+                if (s->cls != 0)
+                    return fail(c, "span %u: big span with class %u", p, s->cls);
+            } else {
+                small += s->npages;
+                if (!check_small(c, s, tot))
+                    return false;
+            }
+            break;
+        default:
+            return fail(c, "span %u: bad state %u", p, s->state);
+        }
+        prev_free = s->state == POOL_SPAN_FREE;
+        p += s->npages;
+    }
+    if (free_pages != ph->free_pages || returned != ph->returned_pages ||
+        small != ph->small_pages || big != ph->big_pages)
+        return fail(c, "page heap counters (free %lu, returned %lu, small %lu, big %lu) differ "
+                    "from the spans (%lu, %lu, %lu, %lu)",
+                    (unsigned long)ph->free_pages, (unsigned long)ph->returned_pages,
+                    (unsigned long)ph->small_pages, (unsigned long)ph->big_pages,
+                    (unsigned long)free_pages, (unsigned long)returned, (unsigned long)small,
+                    (unsigned long)big);
+    return true;
+}
+
+static bool check_free_lists(chk_t *c, uint64_t free_spans)
+{
+    pool_arena_t *a = c->a;
+    pool_pageheap_sh_t *ph = a->ph;
+    uint64_t seen = 0;
+    for (unsigned l = 0; l < POOL_FREE_LISTS; l++) {
+        bool bit = (ph->nonempty[l / 64] >> (l % 64)) & 1;
+        if (bit != (ph->heads[l] != POOL_NIL))
+            return fail(c, "free list %u: non-empty bit %d disagrees with its head", l, bit);
+        uint32_t prev = POOL_NIL;
+        for (uint32_t i = ph->heads[l]; i != POOL_NIL; i = a->spans[i].next) {
+            if (i >= ph->carved || ++seen > free_spans)
+                return fail(c, "free list %u: bad link or cycle at %u", l, i);
+            const pool_span_sh_t *s = &a->spans[i];
+            unsigned want = s->npages < POOL_FREE_LISTS ? s->npages : 0;
+            if (s->state != POOL_SPAN_FREE || want != l || s->prev != prev)
+                return fail(c, "free list %u: span %u (state %u, %u pages, prev %u) misplaced", l,
+                            i, s->state, s->npages, s->prev);
+            prev = i;
+        }
+    }
+    if (seen != free_spans)
+        return fail(c, "free lists hold %lu spans, the walk found %lu free spans",
+                    (unsigned long)seen, (unsigned long)free_spans);
+    return true;
+}
+
+static bool check_central(chk_t *c, const class_tot_t *tot)
+{
+    pool_arena_t *a = c->a;
+    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
+        const pool_central_sh_t *ce = &a->central[cls];
+        uint32_t n = 0, empty = 0, prev = POOL_NIL;
+        for (uint32_t i = ce->head; i != POOL_NIL; i = a->spans[i].next) {
+            if (i >= a->ph->carved || ++n > tot[cls].listed)
+                return fail(c, "class %u: bad link or cycle at span %u", cls, i);
+            const pool_span_sh_t *s = &a->spans[i];
+            if (s->state != POOL_SPAN_SMALL || s->cls != cls || s->nfree == 0 || s->prev != prev)
+                return fail(c, "class %u: span %u on the list is not a span of it with free "
+                            "objects", cls, i);
+            if (s->nfree == s->count)
+                empty++;
+            prev = i;
+        }
+        if (n != tot[cls].listed || ce->nspans != tot[cls].spans || ce->nempty != empty)
+            return fail(c, "class %u: list has %u spans (%u empty), counts say %u spans, %u "
+                        "empty; the walk found %u spans, %u with free objects", cls, n, empty,
+                        ce->nspans, ce->nempty, tot[cls].spans, tot[cls].listed);
+    }
+    return true;
+}
+
+static bool check_slots(chk_t *c)
+{
+    pool_arena_t *a = c->a;
+    for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
+        const pool_slot_sh_t *slot = &a->slots[i];
+        if (__atomic_load_n(&slot->xstate, __ATOMIC_ACQUIRE) != POOL_SLOT_TAKEN)
+            continue;
+        const pool_tcache_sh_t *tc = &slot->tcache;
+        if (tc->bins[0].head != NULL || tc->bins[0].watermark != 0)
+            return fail(c, "slot %u: bin 0 is not empty", i);
+        for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
+            const pool_bin_t *bin = &tc->bins[cls];
+            uint32_t n = 0;
+            for (void *p = bin->head; p != NULL; p = *(void **)p) {
+                if (++n > bin->len)
+                    return fail(c, "slot %u class %u: list longer than its length %u", i, cls,
+                                bin->len);
+                pool_span_sh_t *s = pool_pagemap_span_(a, p);
+                if (s == NULL || s->state != POOL_SPAN_SMALL || s->cls != cls)
+                    return fail(c, "slot %u class %u: cached %p is not an object of the class",
+                                i, cls, p);
+                uintptr_t off = (uintptr_t)p - (uintptr_t)pool_span_addr(a, s);
+                uint32_t oi = (uint32_t)(off / s->objsize);
+                if (off % s->objsize != 0 || oi >= s->count)
+                    return fail(c, "slot %u class %u: cached %p is not an object boundary", i,
+                                cls, p);
+                if (!(s->bitmap[oi / 64] & (UINT64_C(1) << (oi % 64))))
+                    return fail(c, "slot %u class %u: cached %p is free in its span", i, cls, p);
+#if POOL_CONFIG_DEBUG > 0
+                if (s->xheld[oi / 64] & (UINT64_C(1) << (oi % 64)))
+                    return fail(c, "slot %u class %u: cached %p is also held by a caller", i,
+                                cls, p);
+#endif
+            }
+            if (n != bin->len)
+                return fail(c, "slot %u class %u: %u objects listed, length says %u", i, cls, n,
+                            bin->len);
+        }
+    }
+    return true;
+}
+
+int pool_check(char *msg, size_t cap)
+{
+    chk_t c = { &pool_arena_, msg, cap, false };
+    pool_arena_t *a = &pool_arena_;
+    if (cap > 0)
+        msg[0] = '\0';
+    if (a->hdr == NULL)
+        return 0;
+    if (a->hdr->magic != POOL_MAGIC || a->hdr->version != pool_layout_version_()) {
+        fail(&c, "arena header: bad magic or layout version");
+        return -1;
+    }
+    class_tot_t tot[POOL_NCLASSES];
+    memset(tot, 0, sizeof tot);
+    pool_lock_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0);
+    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
+        pool_lock_(a, &a->central[cls].lock, POOL_LOCK_CENTRAL, cls);
+    uint64_t free_spans = 0;
+    bool ok = check_spans(&c, tot, &free_spans) && check_free_lists(&c, free_spans) &&
+              check_central(&c, tot) && check_slots(&c);
+    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
+        pool_unlock_(&a->central[cls].lock, POOL_LOCK_CENTRAL);
+    pool_unlock_(&a->ph->lock, POOL_LOCK_PAGEHEAP);
+    return ok ? 0 : -1;
+}

@@ -1,0 +1,337 @@
+/* libshmpool — the page heap: spans of whole pages.
+ *
+ * Free spans sit on lists by exact length (1..127 pages; list 0 holds the
+ * longer ones) and are taken best fit: the first non-empty list at or above
+ * the request, or the shortest long span that fits.  When no free span fits,
+ * pages are carved from the untouched top of the arena.  A freed span
+ * coalesces with free neighbours found through the page map.
+ *
+ * Release rule: a coalesced free span of at least 1 MiB goes back to the OS
+ * at once (MADV_REMOVE); so does any freed span while more than 32 MiB of
+ * free pages have not been given back.  A returned span that is reused is
+ * simply touched again (it reads as zeros).  Merging returned with unreturned
+ * pages counts the result as unreturned unless it is returned again, so the
+ * "returned" figure never overstates.
+ *
+ * Page-map invariant: every page of a small or big span maps to its span;
+ * a free span guarantees it only for its first and last page, which is all
+ * that coalescing reads.  Entry points: pool_pageheap_alloc_/free_.
+ */
+#include "pool-internal.h"
+
+#include <string.h>
+
+#include "prim/prim.h"
+
+static unsigned list_of(uint32_t npages)
+{
+    return npages < POOL_FREE_LISTS ? npages : 0;
+}
+
+/* REQUIRES: page-heap lock (all static functions below). */
+static void list_push(pool_arena_t *a, uint32_t idx)
+{
+    pool_pageheap_sh_t *ph = a->ph;
+    pool_span_sh_t *s = &a->spans[idx];
+    unsigned l = list_of(s->npages);
+    s->prev = POOL_NIL;
+    s->next = ph->heads[l];
+    if (s->next != POOL_NIL)
+        a->spans[s->next].prev = idx;
+    ph->heads[l] = idx;
+    ph->nonempty[l / 64] |= UINT64_C(1) << (l % 64);
+    s->listed = 1;
+}
+
+static void list_remove(pool_arena_t *a, uint32_t idx)
+{
+    pool_pageheap_sh_t *ph = a->ph;
+    pool_span_sh_t *s = &a->spans[idx];
+    unsigned l = list_of(s->npages);
+    if (s->prev != POOL_NIL)
+        a->spans[s->prev].next = s->next;
+    else
+        ph->heads[l] = s->next;
+    if (s->next != POOL_NIL)
+        a->spans[s->next].prev = s->prev;
+    if (ph->heads[l] == POOL_NIL)
+        ph->nonempty[l / 64] &= ~(UINT64_C(1) << (l % 64));
+    s->prev = s->next = POOL_NIL;
+    s->listed = 0;
+}
+
+/* Make [start, start+n) a free, unlisted span descriptor. */
+static void span_set_free(pool_arena_t *a, uint32_t start, uint32_t n, uint8_t returned)
+{
+    pool_span_sh_t *s = &a->spans[start];
+    s->start = start;
+    s->npages = n;
+    s->prev = s->next = POOL_NIL;
+    s->state = POOL_SPAN_FREE;
+    s->cls = 0;
+    s->returned = returned;
+    s->listed = 0;
+    s->owner = POOL_NO_SLOT;
+    s->count = s->nfree = 0;
+    s->objsize = 0;
+    a->pm_span[start] = start;
+    a->pm_span[start + n - 1] = start;
+}
+
+/* Pages from page start to the first page whose address is a multiple of
+ * align pages (the data area itself is only page-aligned). */
+static uint32_t lead_pages(const pool_arena_t *a, uint32_t start, uint32_t align)
+{
+    uintptr_t abs = (a->data >> POOL_PAGE_SHIFT) + start;
+    return (uint32_t)((align - (abs & (align - 1))) & (align - 1));
+}
+
+static bool span_fits(const pool_arena_t *a, const pool_span_sh_t *s, uint32_t npages,
+                      uint32_t align)
+{
+    uint32_t lead = lead_pages(a, s->start, align);
+    return s->npages >= npages && s->npages - npages >= lead;
+}
+
+/* Best-fitting free span for the request, or POOL_NIL. */
+static uint32_t find_free(pool_arena_t *a, uint32_t npages, uint32_t align)
+{
+    pool_pageheap_sh_t *ph = a->ph;
+    for (unsigned l = npages < POOL_FREE_LISTS ? npages : POOL_FREE_LISTS; l < POOL_FREE_LISTS; l++) {
+        if (!(ph->nonempty[l / 64] & (UINT64_C(1) << (l % 64)))) {
+            /* Skip the rest of an empty word at once. */
+            if ((ph->nonempty[l / 64] >> (l % 64)) == 0)
+                l |= 63;
+            continue;
+        }
+        if (align == 1)
+            return ph->heads[l];
+        for (uint32_t i = ph->heads[l]; i != POOL_NIL; i = a->spans[i].next)
+            if (span_fits(a, &a->spans[i], npages, align))
+                return i;
+    }
+    uint32_t best = POOL_NIL;
+    for (uint32_t i = ph->heads[0]; i != POOL_NIL; i = a->spans[i].next) {
+        const pool_span_sh_t *s = &a->spans[i];
+        if (span_fits(a, s, npages, align) && (best == POOL_NIL || s->npages < a->spans[best].npages))
+            best = i;
+    }
+    return best;
+}
+
+/* Coalesce free span idx with its free neighbours, apply the release rule
+ * and list it. */
+static void free_locked(pool_arena_t *a, uint32_t idx)
+{
+    pool_pageheap_sh_t *ph = a->ph;
+    pool_span_sh_t *s = &a->spans[idx];
+    if (s->start > 0) {
+        uint32_t li = a->pm_span[s->start - 1];
+        pool_span_sh_t *l = &a->spans[li];
+        if (l->state == POOL_SPAN_FREE && l->start + l->npages == s->start) {
+            POOL_CRASH_POINT("pageheap.merge_left");
+            list_remove(a, li);
+            if (l->returned)
+                ph->returned_pages -= l->npages;
+            l->npages += s->npages;
+            l->returned = 0;
+            s->state = POOL_SPAN_NONE;
+            s->npages = 0;
+            idx = li;
+            s = l;
+            a->pm_span[s->start + s->npages - 1] = idx;
+        }
+    }
+    uint32_t ri = s->start + s->npages;
+    if (ri < ph->carved) {
+        pool_span_sh_t *r = &a->spans[ri];
+        if (r->state == POOL_SPAN_FREE) {
+            POOL_CRASH_POINT("pageheap.merge_right");
+            list_remove(a, ri);
+            if (r->returned)
+                ph->returned_pages -= r->npages;
+            if (s->returned)
+                ph->returned_pages -= s->npages;
+            s->npages += r->npages;
+            s->returned = 0;
+            r->state = POOL_SPAN_NONE;
+            r->npages = 0;
+            a->pm_span[s->start + s->npages - 1] = idx;
+        }
+    }
+    if (!s->returned && (s->npages >= POOL_RELEASE_PAGES ||
+                         ph->free_pages - ph->returned_pages > POOL_UNRETURNED_MAX_PAGES)) {
+        POOL_CRASH_POINT("pageheap.release");
+        pool_prim_remove_(pool_span_addr(a, s), (size_t)s->npages << POOL_PAGE_SHIFT);
+        s->returned = 1;
+        ph->returned_pages += s->npages;
+        ph->madvises++;
+    }
+    list_push(a, idx);
+}
+
+void pool_pageheap_init_(pool_arena_t *a)
+{
+    pool_pageheap_sh_t *ph = a->ph;
+    ph->npages = a->npages;
+    ph->carved = 0;
+    for (unsigned l = 0; l < POOL_FREE_LISTS; l++)
+        ph->heads[l] = POOL_NIL;
+}
+
+/* Fill in a span being handed out.  REQUIRES: page-heap lock. */
+static void span_set_used(pool_arena_t *a, uint32_t idx, uint32_t npages, unsigned cls,
+                          uint16_t owner)
+{
+    pool_span_sh_t *s = &a->spans[idx];
+    s->start = idx;
+    s->npages = npages;
+    s->prev = s->next = POOL_NIL;
+    s->returned = 0;
+    s->listed = 0;
+    s->owner = owner;
+    s->cls = (uint8_t)cls;
+    if (cls != 0) {
+        const pool_class_t *c = &pool_classes_[cls];
+        s->objsize = c->size;
+        s->count = c->count;
+        s->nfree = c->count;
+        memset(s->bitmap, 0, sizeof s->bitmap);
+        /* Bits past the last object read as "handed out" so a full word
+         * means nothing is free in it. */
+        for (uint32_t b = c->count; b < POOL_MAX_OBJECTS; b++)
+            s->bitmap[b / 64] |= UINT64_C(1) << (b % 64);
+#if POOL_CONFIG_DEBUG > 0
+        memset(s->xheld, 0, sizeof s->xheld);
+#endif
+        s->state = POOL_SPAN_SMALL;
+        a->ph->small_pages += npages;
+    } else {
+        s->objsize = 0;
+        s->count = s->nfree = 0;
+        s->state = POOL_SPAN_BIG;
+        a->ph->big_pages += npages;
+    }
+    pool_pagemap_set_span_(a, idx, npages, idx);
+    /* Last: from here a free() of these pages may find the class. */
+    pool_pagemap_set_class_(a, idx, npages, (uint8_t)cls);
+}
+
+uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_pages,
+                              unsigned cls, uint16_t owner)
+{
+    pool_pageheap_sh_t *ph = a->ph;
+    if (npages == 0 || npages > a->npages)
+        return POOL_NIL;
+    if (align_pages == 0)
+        align_pages = 1;
+    pool_lock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
+    ph->allocs++;
+    uint32_t idx = find_free(a, npages, align_pages);
+    if (idx != POOL_NIL) {
+        pool_span_sh_t *s = &a->spans[idx];
+        uint32_t len = s->npages, lead = lead_pages(a, s->start, align_pages);
+        uint8_t returned = s->returned;
+        POOL_CRASH_POINT("pageheap.take");
+        list_remove(a, idx);
+        ph->free_pages -= len;
+        if (returned)
+            ph->returned_pages -= len;
+        if (lead > 0) {
+            span_set_free(a, idx, lead, returned);
+            ph->free_pages += lead;
+            if (returned)
+                ph->returned_pages += lead;
+            list_push(a, idx);
+            idx += lead;
+            len -= lead;
+        }
+        if (len > npages) {
+            uint32_t rest = idx + npages;
+            span_set_free(a, rest, len - npages, returned);
+            ph->free_pages += len - npages;
+            if (returned)
+                ph->returned_pages += len - npages;
+            list_push(a, rest);
+        }
+        if (returned)
+            ph->reused_returned += npages;
+    } else {
+        uint32_t start = ph->carved + lead_pages(a, ph->carved, align_pages);
+        if (start < ph->carved || (uint64_t)start + npages > a->npages) {
+            pool_unlock_(&ph->lock, POOL_LOCK_PAGEHEAP);
+            return POOL_NIL;
+        }
+        POOL_CRASH_POINT("pageheap.carve");
+        if (start > ph->carved) {
+            uint32_t gap = ph->carved;
+            span_set_free(a, gap, start - gap, 0);
+            ph->free_pages += start - gap;
+            ph->carved = start + npages;
+            free_locked(a, gap);
+        }
+        ph->carved = start + npages;
+        idx = start;
+    }
+    span_set_used(a, idx, npages, cls, owner);
+    pool_unlock_(&ph->lock, POOL_LOCK_PAGEHEAP);
+    return idx;
+}
+
+void pool_pageheap_free_(pool_arena_t *a, uint32_t idx)
+{
+    pool_pageheap_sh_t *ph = a->ph;
+    pool_lock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
+    pool_span_sh_t *s = &a->spans[idx];
+    pool_assert(s->state == POOL_SPAN_SMALL || s->state == POOL_SPAN_BIG);
+    ph->frees++;
+    /* First: a lock-free reader must stop seeing a class here. */
+    pool_pagemap_set_class_(a, s->start, s->npages, 0);
+    POOL_CRASH_POINT("pageheap.free");
+    if (s->state == POOL_SPAN_SMALL)
+        ph->small_pages -= s->npages;
+    else
+        ph->big_pages -= s->npages;
+    span_set_free(a, idx, s->npages, 0);
+    ph->free_pages += s->npages;
+    free_locked(a, idx);
+    pool_unlock_(&ph->lock, POOL_LOCK_PAGEHEAP);
+}
+
+void pool_pageheap_repair_(pool_arena_t *a)
+{
+    pool_pageheap_sh_t *ph = a->ph;
+    for (unsigned l = 0; l < POOL_FREE_LISTS; l++)
+        ph->heads[l] = POOL_NIL;
+    memset(ph->nonempty, 0, sizeof ph->nonempty);
+    ph->free_pages = ph->returned_pages = ph->small_pages = ph->big_pages = 0;
+    uint32_t p = 0;
+    while (p < ph->carved) {
+        pool_span_sh_t *s = &a->spans[p];
+        if (s->state == POOL_SPAN_NONE || s->npages == 0 || s->start != p ||
+            (uint64_t)p + s->npages > ph->carved) {
+            /* Pages past a broken descriptor are quarantined: never handed
+             * out again rather than risk handing them out twice. */
+            pool_error_(0, "page heap repair: bad span at page %u; pages %u..%u quarantined",
+                        p, p, ph->carved - 1);
+            break;
+        }
+        switch (s->state) {
+        case POOL_SPAN_FREE:
+            ph->free_pages += s->npages;
+            if (s->returned)
+                ph->returned_pages += s->npages;
+            a->pm_span[p] = p;
+            a->pm_span[p + s->npages - 1] = p;
+            list_push(a, p);
+            break;
+        case POOL_SPAN_SMALL:
+            ph->small_pages += s->npages;
+            break;
+        default:
+            ph->big_pages += s->npages;
+            break;
+        }
+        p += s->npages;
+    }
+}

@@ -1,0 +1,280 @@
+/* libshmpool — cross-file internals and the inline fast paths.
+ *
+ * Prototypes are grouped by the file that defines them; names shared across
+ * files end in '_'.  The malloc and free fast paths at the end are what
+ * override.c and the pool_* entry points inline.
+ */
+#ifndef POOL_INTERNAL_H
+#define POOL_INTERNAL_H
+
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pool-types.h"
+
+#define pool_likely(x) __builtin_expect(!!(x), 1)
+#define pool_unlikely(x) __builtin_expect(!!(x), 0)
+#define POOL_NOINLINE __attribute__((noinline))
+#define POOL_COLD __attribute__((cold, noinline))
+
+static const bool pool_config_stats = POOL_CONFIG_STATS;
+static const int pool_config_debug = POOL_CONFIG_DEBUG;
+static const bool pool_config_spin = POOL_CONFIG_SPINLOCK;
+
+/* Assertion levels: 1 cheap, 2 internal, 3 expensive walks. */
+#define pool_assert_level_(lvl, cond)                                         \
+    do {                                                                      \
+        if (POOL_CONFIG_DEBUG >= (lvl) && pool_unlikely(!(cond)))             \
+            pool_assert_fail_(#cond, __FILE__, __LINE__);                     \
+    } while (0)
+#define pool_assert(cond) pool_assert_level_(1, cond)
+#define pool_assert_internal(cond) pool_assert_level_(2, cond)
+#define pool_assert_expensive(cond) pool_assert_level_(3, cond)
+
+/* A named point inside a lock-held mutation where a test can make the
+ * process die (SHMPOOL_CRASH="name:N", debug builds only). */
+#if POOL_CONFIG_DEBUG > 0
+#define POOL_CRASH_POINT(name) pool_crash_point_(name)
+#else
+#define POOL_CRASH_POINT(name) ((void)0)
+#endif
+
+/* Relaxed atomic helpers for the few shared counters touched without a lock. */
+#define pool_atomic_inc(p) __atomic_add_fetch((p), 1, __ATOMIC_RELAXED)
+#define pool_atomic_load(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+
+/* ------------------------------------------------------------------------ */
+/* libc.c                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* vsnprintf subset (%s %c %d %i %u %x %p %%, with l, ll and z) that never
+ * allocates.  Returns the length the full output needs; out is
+ * NUL-terminated when cap > 0. */
+size_t pool_vsnprintf_(char *out, size_t cap, const char *fmt, va_list ap);
+size_t pool_snprintf_(char *out, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* "shmpool: <message>[: <errno name>]\n" on stderr through write(2); err 0
+ * leaves out the errno part. */
+void pool_error_(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* pool_error_ then abort(). */
+void pool_fatal_(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn, cold));
+void pool_assert_fail_(const char *cond, const char *file, int line)
+    __attribute__((noreturn, cold));
+
+/* ------------------------------------------------------------------------ */
+/* sizeclass.c                                                               */
+/* ------------------------------------------------------------------------ */
+
+extern uint8_t pool_class_small_[POOL_SMALL_LOOKUP_MAX / 16 + 1];
+extern uint8_t pool_class_large_[(POOL_MAX_SMALL >> 7) + 1];
+extern pool_class_t pool_classes_[POOL_NCLASSES];
+
+/* Fill the tables above; idempotent, called before an arena is used. */
+void pool_sizeclass_init_(void);
+/* Smallest class whose objects hold size bytes and sit at multiples of
+ * align (a power of two <= POOL_PAGE_SIZE); 0 when none does. */
+unsigned pool_sizeclass_aligned_(size_t size, size_t align);
+
+/* Class for a request of size bytes, 0 above POOL_MAX_SMALL.  A table load
+ * and a compare; the tables are zero before init, which sends everything to
+ * the slow path. */
+static inline unsigned pool_sizeclass_of(size_t size)
+{
+    if (pool_likely(size <= POOL_SMALL_LOOKUP_MAX))
+        return pool_class_small_[(size + 15) >> 4];
+    if (size <= POOL_MAX_SMALL)
+        return pool_class_large_[(size + 127) >> 7];
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* pagemap.c                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Point pages [start, start+n) at span `span`.  REQUIRES: page-heap lock. */
+void pool_pagemap_set_span_(pool_arena_t *a, uint32_t start, uint32_t n, uint32_t span);
+/* Set the class byte of pages [start, start+n).  REQUIRES: page-heap lock. */
+void pool_pagemap_set_class_(pool_arena_t *a, uint32_t start, uint32_t n, uint8_t cls);
+/* Page index of an arena address, or POOL_NIL outside the data pages. */
+uint32_t pool_pagemap_page_(const pool_arena_t *a, const void *p);
+/* Span descriptor that covers p, or NULL outside the carved data pages. */
+pool_span_sh_t *pool_pagemap_span_(const pool_arena_t *a, const void *p);
+
+/* ------------------------------------------------------------------------ */
+/* pageheap.c                                                                */
+/* ------------------------------------------------------------------------ */
+
+void pool_pageheap_init_(pool_arena_t *a);
+/* Take a span of npages whose address is a multiple of align_pages pages (a
+ * power of two) and mark it SMALL of class cls (cls > 0) or BIG (cls 0).
+ * Takes the page-heap lock.  Returns the span index or POOL_NIL when the
+ * arena cannot hold it. */
+uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_pages,
+                              unsigned cls, uint16_t owner);
+/* Give a span back: coalesce with free neighbours, maybe return its pages to
+ * the OS.  Takes the page-heap lock.  REQUIRES: no central lock held. */
+void pool_pageheap_free_(pool_arena_t *a, uint32_t span);
+/* Rebuild free lists and page counters from the span descriptors.  Safe to
+ * run twice.  REQUIRES: page-heap lock (called on EOWNERDEAD). */
+void pool_pageheap_repair_(pool_arena_t *a);
+/* The span's memory and length in bytes. */
+static inline void *pool_span_addr(const pool_arena_t *a, const pool_span_sh_t *s)
+{
+    return (void *)(a->data + ((uintptr_t)s->start << POOL_PAGE_SHIFT));
+}
+
+/* ------------------------------------------------------------------------ */
+/* central.c                                                                 */
+/* ------------------------------------------------------------------------ */
+
+void pool_central_init_(pool_arena_t *a);
+/* Hand out up to n objects of class cls, threaded through their first word,
+ * *head first and *tail last.  Takes the class lock, and the page-heap lock
+ * (after dropping the class lock) when no span has free objects.  Returns
+ * how many; 0 means the arena is exhausted. */
+uint32_t pool_central_fetch_(pool_arena_t *a, unsigned cls, uint32_t n, uint16_t owner,
+                             void **head, void **tail);
+/* Give back n objects of class cls threaded from head (NULL-terminated).
+ * Spans that become wholly free go to the page heap after the class lock is
+ * dropped (one is kept per class). */
+void pool_central_release_(pool_arena_t *a, unsigned cls, void *head, uint32_t n);
+/* Rebuild the class's list and counts from its spans' bitmaps.  Safe to run
+ * twice.  REQUIRES: class lock (called on EOWNERDEAD). */
+void pool_central_repair_(pool_arena_t *a, unsigned cls);
+/* Index of object p in small span s. */
+static inline uint32_t pool_span_object_index(const pool_arena_t *a, const pool_span_sh_t *s,
+                                              const void *p)
+{
+    uintptr_t off = (uintptr_t)p - (uintptr_t)pool_span_addr(a, s);
+    return (uint32_t)(off / s->objsize);
+}
+
+/* ------------------------------------------------------------------------ */
+/* lock.c                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Initialise a lock in the arena.  Returns 0 or the pthread error. */
+int pool_lock_init_(pool_lock_sh_t *l, pool_lock_kind_t kind);
+/* Acquire: trylock first (to count contention), then block; on EOWNERDEAD
+ * run the repair for `kind` (arg: the class) and mark it consistent.  Never
+ * fails: an unrecoverable lock aborts. */
+void pool_lock_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsigned arg);
+void pool_unlock_(pool_lock_sh_t *l, pool_lock_kind_t kind);
+/* Read SHMPOOL_CRASH once (debug builds; attach calls it). */
+void pool_crash_config_(void);
+/* Count a hit of crash point `name`; die by SIGKILL at the configured hit. */
+void pool_crash_point_(const char *name);
+
+/* ------------------------------------------------------------------------ */
+/* arena.c                                                                   */
+/* ------------------------------------------------------------------------ */
+
+extern pool_arena_t pool_arena_;
+extern pool_proc_state_t pool_proc_state_;
+extern __thread pool_tcache_sh_t *pool_tls_tcache_ __attribute__((tls_model("initial-exec")));
+extern pool_tcache_sh_t pool_empty_tcache_;
+
+/* Layout version written into and expected from the header. */
+uint32_t pool_layout_version_(void);
+/* Unmap the arena and forget it (tests; the calling process only).  Other
+ * threads must not be using the pool. */
+void pool_destroy_(void);
+/* Give the calling thread a cache in a free slot.  Returns it, or NULL
+ * when every slot is taken. */
+pool_tcache_sh_t *pool_thread_setup_(void);
+/* Make every child forked from now on attach in the atfork child handler
+ * (SHMPOOL_MODE=children). */
+void pool_attach_children_(void);
+/* True when p is inside this process's arena mapping (data pages). */
+static inline bool pool_in_arena(const void *p)
+{
+    return (uintptr_t)p - pool_arena_.data < pool_arena_.data_size;
+}
+
+/* ------------------------------------------------------------------------ */
+/* tcache.c                                                                  */
+/* ------------------------------------------------------------------------ */
+
+POOL_NOINLINE void *pool_malloc_slow_(size_t size);
+POOL_NOINLINE void pool_free_slow_(void *p);
+/* Allocate from a class for an over-aligned request (cls from
+ * pool_sizeclass_aligned_), or NULL when the process is not attached. */
+void *pool_malloc_class_(unsigned cls);
+/* Give every object of the cache back to the central caches. */
+void pool_tcache_flush_(pool_arena_t *a, pool_tcache_sh_t *tc);
+/* Initialise the bins of a slot's cache. */
+void pool_tcache_init_(pool_arena_t *a, pool_tcache_sh_t *tc, uint16_t slot);
+/* Debug builds: mark object p held by a caller, or check and clear it;
+ * abort naming p on a double or foreign free. */
+void pool_debug_on_alloc_(void *p);
+void pool_debug_on_free_(void *p);
+
+/* malloc fast path, about 10 instructions: class from the table, pop the
+ * bin's head.  One test: an empty bin (also every bin of the empty cache, and
+ * class 0 for big requests) takes the slow path. */
+static inline void *pool_malloc_fast(size_t size)
+{
+    pool_tcache_sh_t *tc = pool_tls_tcache_;
+    unsigned cls = pool_sizeclass_of(size);
+    pool_bin_t *bin = &tc->bins[cls];
+    void *p = bin->head;
+    if (pool_unlikely(p == NULL))
+        return pool_malloc_slow_(size);
+    bin->head = *(void **)p;
+    bin->len--;
+    if (pool_config_stats)
+        tc->stats[cls].allocs++;
+    if (pool_config_debug > 0)
+        pool_debug_on_alloc_(p);
+    return p;
+}
+
+/* free fast path, about 10 instructions: the class byte from the page map,
+ * push on the bin.  Pointers outside the arena (NULL, private ones, every
+ * pointer in an unattached thread whose cache has size 0) and full bins
+ * (class 0 has watermark 0) take the slow path. */
+static inline void pool_free_fast(void *p)
+{
+    pool_tcache_sh_t *tc = pool_tls_tcache_;
+    uintptr_t off = (uintptr_t)p - tc->base;
+    if (pool_unlikely(off >= tc->size)) {
+        pool_free_slow_(p);
+        return;
+    }
+    unsigned cls = tc->pm_class[off >> POOL_PAGE_SHIFT];
+    pool_bin_t *bin = &tc->bins[cls];
+    if (pool_unlikely(bin->len >= bin->watermark)) {
+        pool_free_slow_(p);
+        return;
+    }
+    if (pool_config_debug > 0)
+        pool_debug_on_free_(p);
+    *(void **)p = bin->head;
+    bin->head = p;
+    bin->len++;
+    if (pool_config_stats)
+        tc->stats[cls].frees++;
+}
+
+/* ------------------------------------------------------------------------ */
+/* stats.c                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Current time for wait measurements (stats builds). */
+uint64_t pool_now_ns_(void);
+
+/* ------------------------------------------------------------------------ */
+/* Private heap (glibc's own entry points, which never call ours)           */
+/* ------------------------------------------------------------------------ */
+
+extern void *__libc_malloc(size_t size);
+extern void __libc_free(void *p);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *p, size_t size);
+extern void *__libc_memalign(size_t align, size_t size);
+
+#endif /* POOL_INTERNAL_H */

@@ -1,0 +1,283 @@
+/* libshmpool — every structure of the pool.
+ *
+ * Main types, from the arena down:
+ *   pool_header_sh_t    start of the arena: magic, layout version, base,
+ *                       size and the offsets of everything below
+ *   pool_slot_sh_t      one per attached thread: its thread cache and counters
+ *   pool_central_sh_t   one per size class, each on its own cache line
+ *   pool_pageheap_sh_t  the page heap: its lock, free lists, page counters
+ *   pool_span_sh_t      one descriptor per span, indexed by its first page
+ *   pool_arena_t        process-private view of a mapped arena (pointers)
+ * Types ending in _sh_t live in the shared arena: they hold no process-local
+ * pointers except ones into the arena itself, which is mapped at the same
+ * address in every process.
+ */
+#ifndef POOL_TYPES_H
+#define POOL_TYPES_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pool.h"
+
+/* ------------------------------------------------------------------------ */
+/* Geometry                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* 8 KiB pages: one page holds 512 objects of the smallest class, which is the
+ * most an inline span bitmap tracks, and the page map for a 1 GiB arena is
+ * 128 Ki entries (640 KiB for both arrays). */
+#define POOL_PAGE_SHIFT 13
+#define POOL_PAGE_SIZE ((size_t)1 << POOL_PAGE_SHIFT)
+
+/* Class 0 means "not a small object"; classes 1..96 are the size classes. */
+#define POOL_NCLASSES 97
+#define POOL_SMALL_LOOKUP_MAX 1024 /* first lookup table: 16-byte steps */
+
+#define POOL_MAX_OBJECTS 512 /* objects per span, so the bitmap fits inline */
+#define POOL_BITMAP_WORDS (POOL_MAX_OBJECTS / 64)
+
+#define POOL_NIL UINT32_MAX       /* "no span" in index-linked lists */
+#define POOL_NO_SLOT UINT16_MAX   /* span carved by a process without a slot */
+
+/* Free lists by exact length 1..127 pages; list 0 holds every longer span. */
+#define POOL_FREE_LISTS 128
+/* A coalesced free span at least this long goes back to the OS at once. */
+#define POOL_RELEASE_PAGES ((size_t)(1 << 20) >> POOL_PAGE_SHIFT)
+/* Free pages not given back beyond this many are given back too. */
+#define POOL_UNRETURNED_MAX_PAGES ((size_t)(32u << 20) >> POOL_PAGE_SHIFT)
+
+#define POOL_MAGIC UINT64_C(0x6c6f6f706d687373) /* "sshmpool" little-endian */
+/* Bumped whenever a shared structure changes shape.  Debug and spin builds
+ * change the span and lock layouts, so they are folded into the version. */
+#define POOL_LAYOUT_VERSION 1u
+
+/* ------------------------------------------------------------------------ */
+/* Locks                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* A robust, process-shared mutex, or (central caches with
+ * --enable-pool-lock=spin) a plain spin word in the same storage. */
+typedef union pool_lock_sh_u {
+    pthread_mutex_t mutex;
+    uint32_t xspin; /* 0 free, 1 held; only through __atomic builtins */
+} pool_lock_sh_t;
+
+/* What a lock protects, so that the wrapper knows which repair to run. */
+typedef enum pool_lock_kind_e {
+    POOL_LOCK_PAGEHEAP = 0,
+    POOL_LOCK_CENTRAL = 1,
+} pool_lock_kind_t;
+
+/* Counters of one lock, updated while it is held (no atomics needed). */
+typedef struct pool_lockstats_sh_s {
+    uint64_t acquired;   /* every acquisition */
+    uint64_t contended;  /* the first trylock failed */
+    uint64_t wait_ns;    /* time spent blocked after a failed trylock */
+    uint64_t recoveries; /* EOWNERDEAD repairs */
+} pool_lockstats_sh_t;
+
+/* ------------------------------------------------------------------------ */
+/* Size classes                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* One row of the class table (process-private, computed once). */
+typedef struct pool_class_s {
+    uint32_t size;      /* object size, a multiple of 16 */
+    uint16_t pages;     /* pages per span */
+    uint16_t count;     /* objects per span (<= POOL_MAX_OBJECTS) */
+    uint16_t max_batch; /* largest batch between thread cache and central */
+    uint16_t watermark; /* thread-cache length beyond which frees release */
+} pool_class_t;
+
+/* ------------------------------------------------------------------------ */
+/* Spans                                                                     */
+/* ------------------------------------------------------------------------ */
+
+typedef enum pool_span_state_e {
+    POOL_SPAN_NONE = 0,  /* not the first page of a span */
+    POOL_SPAN_FREE = 1,  /* in the page heap */
+    POOL_SPAN_SMALL = 2, /* carved into objects of one class */
+    POOL_SPAN_BIG = 3,   /* handed whole to one caller */
+} pool_span_state_t;
+
+/* A run of pages.  The descriptor sits at the index of its first page, so
+ * the page map's span index is also the first page; list links are indices
+ * so that a repair can validate them against the array bounds. */
+typedef struct pool_span_sh_s {
+    uint32_t start;   /* first page (== own index) */
+    uint32_t npages;  /* length in pages */
+    uint32_t prev;    /* list neighbours, POOL_NIL at the ends */
+    uint32_t next;
+    uint8_t state;    /* pool_span_state_t */
+    uint8_t cls;      /* size class for POOL_SPAN_SMALL, else 0 */
+    uint8_t returned; /* free span whose pages went back to the OS */
+    uint8_t listed;   /* on a free list (page heap) or the class list (central) */
+    uint16_t owner;   /* slot that took it from the page heap (crash recovery) */
+    uint16_t count;   /* objects in the span */
+    uint16_t nfree;   /* objects whose bit is clear (owned by the central cache) */
+    uint16_t pad_;
+    uint32_t objsize; /* object size, 0 for other states */
+    /* 1 = handed out (to a thread cache or a caller).  Bits at and beyond
+     * count are set so that a full word means "nothing free here". */
+    uint64_t bitmap[POOL_BITMAP_WORDS];
+#if POOL_CONFIG_DEBUG > 0
+    /* Debug builds: 1 = held by a caller (between malloc and free), updated
+     * with atomics on the fast paths to catch double and foreign frees. */
+    uint64_t xheld[POOL_BITMAP_WORDS];
+#endif
+} pool_span_sh_t;
+
+/* ------------------------------------------------------------------------ */
+/* Central cache                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* One per class; lock and list head share one 64-byte line and nothing else
+ * does, so two classes never contend on a line. */
+typedef struct pool_central_sh_s {
+    pool_lock_sh_t lock;
+    uint32_t head;   /* spans of the class with free objects */
+    uint32_t nspans; /* spans of the class, listed or full */
+    uint32_t nempty; /* listed spans with every object free (at most 1 kept) */
+} __attribute__((aligned(64))) pool_central_sh_t;
+
+/* Central counters per class, on their own lines, written under the lock. */
+typedef struct pool_centralstats_sh_s {
+    uint64_t fetches;    /* fetch calls */
+    uint64_t fetched;    /* objects handed out by fetches */
+    uint64_t releases;   /* release calls */
+    uint64_t released;   /* objects given back */
+    uint64_t spans_in;   /* spans taken from the page heap */
+    uint64_t spans_out;  /* wholly free spans given back */
+    uint64_t pad_[2];
+} pool_centralstats_sh_t;
+
+/* ------------------------------------------------------------------------ */
+/* Page heap                                                                 */
+/* ------------------------------------------------------------------------ */
+
+typedef struct pool_pageheap_sh_s {
+    pool_lock_sh_t lock;
+    uint32_t npages;   /* data pages in the arena */
+    uint32_t carved;   /* pages [0, carved) have been handed out at least once */
+    uint64_t free_pages;     /* pages in free spans */
+    uint64_t returned_pages; /* of those, pages given back with MADV_REMOVE */
+    uint64_t small_pages;    /* pages in small spans */
+    uint64_t big_pages;      /* pages in big spans */
+    uint64_t nonempty[POOL_FREE_LISTS / 64]; /* bit i: list i not empty */
+    uint32_t heads[POOL_FREE_LISTS];
+    /* counters, written under the lock */
+    uint64_t allocs;     /* span requests */
+    uint64_t frees;      /* spans given back */
+    uint64_t madvises;   /* MADV_REMOVE calls */
+    uint64_t reused_returned; /* returned pages handed out again */
+} pool_pageheap_sh_t;
+
+/* ------------------------------------------------------------------------ */
+/* Thread cache and slots                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* One size class of a thread cache. */
+typedef struct pool_bin_s {
+    void *head;         /* free objects threaded through their first word */
+    uint32_t len;       /* objects on the list */
+    uint32_t watermark; /* free takes the slow path when len >= watermark */
+    uint32_t batch;     /* next fetch size; doubles up to the class maximum */
+    uint32_t pad_;
+} pool_bin_t;
+
+/* Per-class counters of one slot (stats builds only write them). */
+typedef struct pool_binstats_s {
+    uint64_t allocs;   /* objects allocated */
+    uint64_t frees;    /* objects freed */
+    uint64_t misses;   /* allocations that found the bin empty */
+    uint64_t overflows;/* frees that found the bin at its watermark */
+    uint64_t fetches;  /* batches fetched from central */
+    uint64_t fetched;  /* objects in those batches */
+    uint64_t releases; /* batches released to central */
+    uint64_t released; /* objects in those batches */
+} pool_binstats_t;
+
+/* The thread cache.  The fast paths read base/size/pm_class from here so a
+ * thread needs one TLS load; the static empty cache has size 0, so every
+ * free misses, and NULL heads, so every malloc misses. */
+typedef struct pool_tcache_sh_s {
+    uintptr_t base;          /* first data page of the arena */
+    uintptr_t size;          /* data bytes; 0 in the empty cache */
+    const uint8_t *pm_class; /* page map: class byte per page */
+    uint16_t slot;           /* own slot index */
+    uint16_t pad_[3];
+    pool_bin_t bins[POOL_NCLASSES];
+    pool_binstats_t stats[POOL_NCLASSES];
+} pool_tcache_sh_t;
+
+typedef enum pool_slot_state_e {
+    POOL_SLOT_FREE = 0,
+    POOL_SLOT_TAKEN = 1,
+} pool_slot_state_t;
+
+/* Slot-wide counters (stats builds). */
+typedef struct pool_slotstats_s {
+    uint64_t big_allocs;  /* spans over 256 KiB or over-aligned */
+    uint64_t big_frees;
+    uint64_t direct_frees; /* arena frees by a thread without a cache */
+    uint64_t fallbacks;   /* allocations served privately: arena full */
+} pool_slotstats_t;
+
+/* One attached thread.  Lives in the arena so that, after a crash, another
+ * process finds what the dead thread had cached. */
+typedef struct pool_slot_sh_s {
+    uint32_t xstate;   /* pool_slot_state_t, through __atomic builtins */
+    uint32_t used;     /* ever taken: stats print only these */
+    int32_t pid;       /* process that holds (or last held) the slot */
+    int32_t tid;
+    uint64_t pad_[6];
+    pool_slotstats_t stats;
+    pool_tcache_sh_t tcache __attribute__((aligned(64)));
+} pool_slot_sh_t;
+
+/* ------------------------------------------------------------------------ */
+/* Arena header                                                              */
+/* ------------------------------------------------------------------------ */
+
+typedef struct pool_header_sh_s {
+    uint64_t magic;       /* POOL_MAGIC once initialised */
+    uint32_t version;     /* pool_layout_version_() of the creator */
+    uint32_t page_shift;  /* POOL_PAGE_SHIFT */
+    uintptr_t base;       /* address the arena was mapped at */
+    uint64_t size;        /* bytes mapped */
+    uint32_t npages;      /* data pages */
+    uint32_t pad_;
+    /* byte offsets from base */
+    uint64_t off_slots, off_central, off_centralstats, off_lockstats;
+    uint64_t off_pageheap, off_spans, off_pm_class, off_pm_span, off_data;
+    uint64_t xfallbacks;     /* arena full: served privately (atomic) */
+    uint64_t xforeign_frees; /* detached processes' arena frees (atomic) */
+} pool_header_sh_t;
+
+/* The process's view of the arena: addresses computed from the header. */
+typedef struct pool_arena_s {
+    pool_header_sh_t *hdr;           /* NULL when no arena is mapped */
+    pool_slot_sh_t *slots;           /* [POOL_MAX_SLOTS] */
+    pool_central_sh_t *central;      /* [POOL_NCLASSES] */
+    pool_centralstats_sh_t *cstats;  /* [POOL_NCLASSES] */
+    pool_lockstats_sh_t *lockstats;  /* [1 + POOL_NCLASSES]: page heap, classes */
+    pool_pageheap_sh_t *ph;
+    pool_span_sh_t *spans;           /* [npages] */
+    uint8_t *pm_class;               /* [npages] */
+    uint32_t *pm_span;               /* [npages] */
+    uintptr_t data;                  /* first data page */
+    uintptr_t data_size;             /* npages << POOL_PAGE_SHIFT */
+    uint32_t npages;
+} pool_arena_t;
+
+/* Where this process stands. */
+typedef enum pool_proc_state_e {
+    POOL_PROC_PRIVATE = 0,  /* never attached, or detached by pool_detach() */
+    POOL_PROC_ATTACHED = 1,
+    POOL_PROC_FORKED = 2,   /* child of an attached process: arena frees ignored */
+} pool_proc_state_t;
+
+#endif /* POOL_TYPES_H */

@@ -1,0 +1,75 @@
+/* libshmpool — environment of the preloadable libshmpool.so.
+ *
+ * Only the shared library links this file, so poold (which links the pool
+ * statically and creates its arena itself) ignores these variables:
+ *   SHMPOOL_MODE=process    create the arena at load and attach to it
+ *   SHMPOOL_MODE=children   create it but stay private; forked children attach
+ *   SHMPOOL_HEAP_SIZE=N[K|M|G]  arena size (default 1 GiB)
+ * Unset, the library stays private and changes nothing; a bad value is one
+ * line on stderr and the library stays private.
+ */
+#include "pool-internal.h"
+
+#include <string.h>
+
+#include "prim/prim.h"
+
+/* Parse "N", "NK", "NM" or "NG" into *out; false on anything else. */
+static bool parse_size(const char *v, size_t *out)
+{
+    size_t n = 0;
+    const char *d = v;
+    if (*d < '0' || *d > '9')
+        return false;
+    for (; *d >= '0' && *d <= '9'; d++) {
+        if (n > (SIZE_MAX - 9) / 10)
+            return false;
+        n = n * 10 + (size_t)(*d - '0');
+    }
+    unsigned shift = 0;
+    switch (*d) {
+    case '\0':
+        break;
+    case 'k': case 'K': shift = 10; d++; break;
+    case 'm': case 'M': shift = 20; d++; break;
+    case 'g': case 'G': shift = 30; d++; break;
+    default:
+        return false;
+    }
+    if (*d != '\0' || n > (SIZE_MAX >> shift))
+        return false;
+    *out = n << shift;
+    return true;
+}
+
+__attribute__((constructor)) static void preload_init(void)
+{
+    const char *mode = pool_prim_getenv_("SHMPOOL_MODE");
+    if (mode == NULL || *mode == '\0')
+        return;
+    bool process = strcmp(mode, "process") == 0;
+    if (!process && strcmp(mode, "children") != 0) {
+        pool_error_(0, "SHMPOOL_MODE='%s' is not 'process' or 'children'; staying private", mode);
+        return;
+    }
+    size_t size = POOL_HEAP_SIZE_DEFAULT;
+    const char *hs = pool_prim_getenv_("SHMPOOL_HEAP_SIZE");
+    if (hs != NULL && !parse_size(hs, &size)) {
+        pool_error_(0, "SHMPOOL_HEAP_SIZE='%s' is not a size like 512M or 2G; staying private",
+                    hs);
+        return;
+    }
+    int rc = pool_create(size);
+    if (rc != 0) {
+        pool_error_(rc, "cannot create a %lu-byte arena (minimum %lu); staying private",
+                    (unsigned long)size, (unsigned long)pool_min_heap_size());
+        return;
+    }
+    if (!process) {
+        pool_attach_children_();
+        return;
+    }
+    rc = pool_attach();
+    if (rc != 0)
+        pool_error_(rc, "cannot attach to the arena; staying private");
+}

@@ -1,0 +1,139 @@
+/* libshmpool — Linux primitives (see prim.h for the contracts).
+ *
+ * Plain system calls only: nothing here may allocate, because these run
+ * inside malloc.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "prim/prim.h"
+
+int pool_prim_map_shared_(size_t size, size_t align, void **out)
+{
+    /* Over-reserve by align, then trim both ends, so the arena starts on an
+     * aligned address without MAP_FIXED guessing. */
+    size_t span = size + align;
+    if (span < size)
+        return EINVAL;
+    void *m = mmap(NULL, span, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED)
+        return errno;
+    uintptr_t start = (uintptr_t)m;
+    uintptr_t aligned = (start + align - 1) & ~(uintptr_t)(align - 1);
+    if (aligned > start)
+        munmap(m, aligned - start);
+    uintptr_t end = start + span, want_end = aligned + size;
+    if (end > want_end)
+        munmap((void *)want_end, end - want_end);
+    *out = (void *)aligned;
+    return 0;
+}
+
+int pool_prim_unmap_(void *p, size_t size)
+{
+    return munmap(p, size) == 0 ? 0 : errno;
+}
+
+int pool_prim_remove_(void *p, size_t size)
+{
+    return madvise(p, size, MADV_REMOVE) == 0 ? 0 : errno;
+}
+
+int pool_prim_privatize_(void *p, size_t size)
+{
+    void *copy = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (copy == MAP_FAILED)
+        return errno;
+    memcpy(copy, p, size);
+    if (mremap(copy, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, p) == MAP_FAILED) {
+        int err = errno;
+        munmap(copy, size);
+        return err;
+    }
+    return 0;
+}
+
+int pool_prim_gate_open_(int fds[2])
+{
+    return pipe2(fds, O_CLOEXEC) == 0 ? 0 : errno;
+}
+
+void pool_prim_gate_wait_(int fds[2])
+{
+    char c;
+    close(fds[1]);
+    /* EOF once the child closed its copy of the write end (or died). */
+    while (read(fds[0], &c, 1) < 0 && errno == EINTR)
+        ;
+    close(fds[0]);
+}
+
+void pool_prim_gate_release_(int fds[2])
+{
+    close(fds[1]);
+    close(fds[0]);
+}
+
+void pool_prim_write_(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, buf, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return;
+        }
+        buf += n;
+        len -= (size_t)n;
+    }
+}
+
+int pool_prim_getpid_(void)
+{
+    return (int)getpid();
+}
+
+int pool_prim_gettid_(void)
+{
+    return (int)syscall(SYS_gettid);
+}
+
+void pool_prim_yield_(void)
+{
+    sched_yield();
+}
+
+uint64_t pool_prim_now_ns_(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void pool_prim_kill_self_(void)
+{
+    for (;;)
+        kill(getpid(), SIGKILL);
+}
+
+const char *pool_prim_getenv_(const char *name)
+{
+    return getenv(name);
+}
+
+size_t pool_prim_os_page_size_(void)
+{
+    long n = sysconf(_SC_PAGESIZE);
+    return n > 0 ? (size_t)n : 4096;
+}

@@ -1,0 +1,44 @@
+/* libshmpool — every call into the operating system.
+ *
+ * The tiers never call the OS directly: they go through these functions, so
+ * that porting the pool means writing one prim/<os>.c.  Functions return 0
+ * or an errno value unless said otherwise; none of them allocates.
+ */
+#ifndef POOL_PRIM_H
+#define POOL_PRIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Map size bytes of shared anonymous memory, MAP_NORESERVE, at an address
+ * that is a multiple of align (a power of two).  *out gets the address. */
+int pool_prim_map_shared_(size_t size, size_t align, void **out);
+/* Unmap [p, p+size). */
+int pool_prim_unmap_(void *p, size_t size);
+/* Give [p, p+size) back to the OS (MADV_REMOVE: on shared memory this frees
+ * the pages for every process and they read back as zero). */
+int pool_prim_remove_(void *p, size_t size);
+/* Replace [p, p+size) (page-aligned, inside a shared mapping) by a private
+ * copy of its current contents, at the same address. */
+int pool_prim_privatize_(void *p, size_t size);
+/* A fork gate: the parent opens it before fork, waits after fork until the
+ * child has released it (or died); the child releases it. */
+int pool_prim_gate_open_(int fds[2]);
+void pool_prim_gate_wait_(int fds[2]);
+void pool_prim_gate_release_(int fds[2]);
+/* write(2) all of buf to fd, retrying on EINTR and short writes. */
+void pool_prim_write_(int fd, const char *buf, size_t len);
+int pool_prim_getpid_(void);
+int pool_prim_gettid_(void);
+/* Let another thread run (spinlock back-off). */
+void pool_prim_yield_(void);
+/* Monotonic clock in nanoseconds. */
+uint64_t pool_prim_now_ns_(void);
+/* Die at once by SIGKILL (crash points). */
+void pool_prim_kill_self_(void) __attribute__((noreturn));
+/* The environment variable name, or NULL (getenv: no allocation). */
+const char *pool_prim_getenv_(const char *name);
+/* The OS page size (valloc, pvalloc). */
+size_t pool_prim_os_page_size_(void);
+
+#endif /* POOL_PRIM_H */

@@ -1,0 +1,130 @@
+/* libshmpool — size classes.
+ *
+ * 96 classes: 16-byte steps up to 128 bytes, then 8 classes per doubling
+ * (a step of an eighth of the lower power of two, so a request wastes at most
+ * 1/9 of its object above 128 bytes) up to 256 KiB.  Class 0 is "not a small
+ * object".  Pages per span: the fewest pages (starting from the object size)
+ * whose tail after the last whole object is at most 1/16 of the span; a span
+ * holds at most 512 objects.  The batch between a thread cache and the
+ * central cache is at most 64 KiB of objects (1..128), and a bin releases a
+ * batch once it holds two.
+ *
+ *   class  size  pages objs | class  size  pages objs | class   size pages objs
+ *       1    16    1  512   |    33  1152    1    7   |    65   18432   7   3
+ *       2    32    1  256   |    34  1280    1    6   |    66   20480   5   2
+ *       3    48    1  170   |    35  1408    2   11   |    67   22528  11   4
+ *       4    64    1  128   |    36  1536    1    5   |    68   24576   3   1
+ *       5    80    1  102   |    37  1664    3   14   |    69   26624  10   3
+ *       6    96    1   85   |    38  1792    2    9   |    70   28672   7   2
+ *       7   112    1   73   |    39  1920    1    4   |    71   30720   4   1
+ *       8   128    1   64   |    40  2048    1    4   |    72   32768   4   1
+ *       9   144    1   56   |    41  2304    2    7   |    73   36864   9   2
+ *      10   160    1   51   |    42  2560    1    3   |    74   40960   5   1
+ *      11   176    1   46   |    43  2816    4   11   |    75   45056  11   2
+ *      12   192    1   42   |    44  3072    2    5   |    76   49152   6   1
+ *      13   208    1   39   |    45  3328    3    7   |    77   53248  13   2
+ *      14   224    1   36   |    46  3584    4    9   |    78   57344   7   1
+ *      15   240    1   34   |    47  3840    1    2   |    79   61440   8   1
+ *      16   256    1   32   |    48  4096    1    2   |    80   65536   8   1
+ *      17   288    1   28   |    49  4608    3    5   |    81   73728   9   1
+ *      18   320    1   25   |    50  5120    2    3   |    82   81920  10   1
+ *      19   352    1   23   |    51  5632    5    7   |    83   90112  11   1
+ *      20   384    1   21   |    52  6144    3    4   |    84   98304  12   1
+ *      21   416    1   19   |    53  6656    5    6   |    85  106496  13   1
+ *      22   448    1   18   |    54  7168    7    8   |    86  114688  14   1
+ *      23   480    1   17   |    55  7680    1    1   |    87  122880  15   1
+ *      24   512    1   16   |    56  8192    1    1   |    88  131072  16   1
+ *      25   576    1   14   |    57  9216    6    5   |    89  147456  18   1
+ *      26   640    1   12   |    58 10240    4    3   |    90  163840  20   1
+ *      27   704    1   11   |    59 11264    7    5   |    91  180224  22   1
+ *      28   768    1   10   |    60 12288    3    2   |    92  196608  24   1
+ *      29   832    2   19   |    61 13312    5    3   |    93  212992  26   1
+ *      30   896    1    9   |    62 14336    7    4   |    94  229376  28   1
+ *      31   960    1    8   |    63 15360    2    1   |    95  245760  30   1
+ *      32  1024    1    8   |    64 16384    2    1   |    96  262144  32   1
+ *
+ * Entry points: pool_sizeclass_init_() and the inline pool_sizeclass_of().
+ */
+#include "pool-internal.h"
+
+uint8_t pool_class_small_[POOL_SMALL_LOOKUP_MAX / 16 + 1];
+uint8_t pool_class_large_[(POOL_MAX_SMALL >> 7) + 1];
+pool_class_t pool_classes_[POOL_NCLASSES];
+
+/* Bytes of objects per batch; bounds what one thread cache holds per class. */
+#define POOL_BATCH_BYTES (64u << 10)
+#define POOL_BATCH_MAX 128u
+
+static void class_geometry(pool_class_t *c, uint32_t size)
+{
+    uint32_t pmin = (uint32_t)((size + POOL_PAGE_SIZE - 1) / POOL_PAGE_SIZE);
+    uint32_t best_p = pmin, best_count = 0;
+    size_t best_waste = SIZE_MAX;
+    for (uint32_t p = pmin; p < pmin + 16; p++) {
+        size_t bytes = (size_t)p * POOL_PAGE_SIZE;
+        size_t count = bytes / size;
+        if (count > POOL_MAX_OBJECTS)
+            count = POOL_MAX_OBJECTS;
+        size_t waste = bytes - count * size;
+        /* Compare waste as a fraction of the span: waste/bytes. */
+        if (best_waste == SIZE_MAX ||
+            waste * ((size_t)best_p * POOL_PAGE_SIZE) < best_waste * bytes) {
+            best_p = p;
+            best_count = (uint32_t)count;
+            best_waste = waste;
+        }
+        if (waste * 16 <= bytes)
+            break;
+    }
+    uint32_t batch = POOL_BATCH_BYTES / size;
+    if (batch < 1)
+        batch = 1;
+    if (batch > POOL_BATCH_MAX)
+        batch = POOL_BATCH_MAX;
+    c->size = size;
+    c->pages = (uint16_t)best_p;
+    c->count = (uint16_t)best_count;
+    c->max_batch = (uint16_t)batch;
+    c->watermark = (uint16_t)(2 * batch);
+}
+
+void pool_sizeclass_init_(void)
+{
+    if (pool_classes_[1].size != 0)
+        return;
+    unsigned cls = 1;
+    for (uint32_t s = 16; s <= 128; s += 16)
+        class_geometry(&pool_classes_[cls++], s);
+    for (uint32_t base = 128; base < POOL_MAX_SMALL; base *= 2)
+        for (uint32_t i = 1; i <= 8; i++)
+            class_geometry(&pool_classes_[cls++], base + i * (base / 8));
+    pool_assert(cls == POOL_NCLASSES);
+
+    /* Both tables map a rounded-up size to the first class that holds it. */
+    cls = 1;
+    for (size_t i = 0; i <= POOL_SMALL_LOOKUP_MAX / 16; i++) {
+        size_t size = i == 0 ? 1 : i * 16;
+        while (pool_classes_[cls].size < size)
+            cls++;
+        pool_class_small_[i] = (uint8_t)cls;
+    }
+    cls = 1;
+    for (size_t i = 0; i <= (POOL_MAX_SMALL >> 7); i++) {
+        size_t size = i == 0 ? 1 : i * 128;
+        while (pool_classes_[cls].size < size)
+            cls++;
+        pool_class_large_[i] = (uint8_t)cls;
+    }
+}
+
+unsigned pool_sizeclass_aligned_(size_t size, size_t align)
+{
+    if (size < align)
+        size = align;
+    /* A span starts on a page, so object i sits at i * size from a page
+     * boundary: aligned for every i exactly when size is a multiple. */
+    for (unsigned cls = pool_sizeclass_of(size); cls != 0 && cls < POOL_NCLASSES; cls++)
+        if (pool_classes_[cls].size % align == 0)
+            return cls;
+    return 0;
+}

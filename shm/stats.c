@@ -1,0 +1,208 @@
+/* libshmpool — accounting: pool_usage() and pool_stats_json().
+ *
+ * Byte figures are recomputed from the structures (page-heap counters,
+ * central lists, every slot's bins) rather than kept as running totals, so
+ * the Release fast path counts nothing.  The per-slot and per-class counters
+ * exist only with --enable-pool-stats.  Output is bounded: classes with no
+ * activity and slots never used are left out.
+ */
+#include "pool-internal.h"
+
+#include <string.h>
+
+#include "prim/prim.h"
+
+uint64_t pool_now_ns_(void)
+{
+    return pool_prim_now_ns_();
+}
+
+/* Objects cached in the thread caches, per class, summed over the slots
+ * that are taken.  Other processes' lengths are read without a lock. */
+static void tcache_objects(pool_arena_t *a, uint64_t *per_class)
+{
+    memset(per_class, 0, sizeof(uint64_t) * POOL_NCLASSES);
+    for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
+        pool_slot_sh_t *slot = &a->slots[i];
+        if (__atomic_load_n(&slot->xstate, __ATOMIC_ACQUIRE) != POOL_SLOT_TAKEN)
+            continue;
+        for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
+            per_class[cls] += __atomic_load_n(&slot->tcache.bins[cls].len, __ATOMIC_RELAXED);
+    }
+}
+
+void pool_usage(pool_usage_t *u)
+{
+    memset(u, 0, sizeof *u);
+    pool_arena_t *a = &pool_arena_;
+    if (a->hdr == NULL)
+        return;
+    u->reserved = a->hdr->size;
+    u->fallbacks = __atomic_load_n(&a->hdr->xfallbacks, __ATOMIC_RELAXED);
+    u->foreign_frees = __atomic_load_n(&a->hdr->xforeign_frees, __ATOMIC_RELAXED);
+
+    uint64_t cached_objs[POOL_NCLASSES];
+    tcache_objects(a, cached_objs);
+    size_t in_use = 0, cached = 0;
+    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
+        pool_central_sh_t *c = &a->central[cls];
+        const pool_class_t *k = &pool_classes_[cls];
+        pool_lock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
+        uint64_t spans = c->nspans, free_objs = 0;
+        for (uint32_t i = c->head; i != POOL_NIL; i = a->spans[i].next)
+            free_objs += a->spans[i].nfree;
+        pool_unlock_(&c->lock, POOL_LOCK_CENTRAL);
+        uint64_t handed = spans * k->count - free_objs;
+        uint64_t tc = cached_objs[cls] < handed ? cached_objs[cls] : handed;
+        uint64_t tail = spans * ((uint64_t)k->pages * POOL_PAGE_SIZE - (uint64_t)k->count * k->size);
+        in_use += (handed - tc) * k->size;
+        /* A span's tail past its last object is counted as cached: it is
+         * held by the class, not by any caller. */
+        cached += (free_objs + tc) * k->size + tail;
+    }
+    pool_pageheap_sh_t *ph = a->ph;
+    pool_lock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
+    u->used = (size_t)ph->carved << POOL_PAGE_SHIFT;
+    u->free = (size_t)ph->free_pages << POOL_PAGE_SHIFT;
+    u->returned = (size_t)ph->returned_pages << POOL_PAGE_SHIFT;
+    in_use += (size_t)ph->big_pages << POOL_PAGE_SHIFT;
+    pool_unlock_(&ph->lock, POOL_LOCK_PAGEHEAP);
+    u->in_use = in_use;
+    u->cached = cached;
+}
+
+/* ------------------------------------------------------------------------ */
+/* JSON                                                                      */
+/* ------------------------------------------------------------------------ */
+
+typedef struct json_s {
+    char *buf;
+    size_t cap;
+    size_t len; /* what the whole output needs */
+} json_t;
+
+static void jp(json_t *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void jp(json_t *j, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = j->len < j->cap ? j->cap - j->len : 0;
+    j->len += pool_vsnprintf_(room ? j->buf + j->len : NULL, room, fmt, ap);
+    va_end(ap);
+}
+
+static void jp_lock(json_t *j, const pool_lockstats_sh_t *l)
+{
+    jp(j, "{\"acquired\":%lu,\"contended\":%lu,\"wait_ns\":%lu,\"recoveries\":%lu}",
+       (unsigned long)l->acquired, (unsigned long)l->contended, (unsigned long)l->wait_ns,
+       (unsigned long)l->recoveries);
+}
+
+static void jp_classes(json_t *j, pool_arena_t *a)
+{
+    jp(j, ",\"classes\":[");
+    bool first = true;
+    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
+        pool_binstats_t sum;
+        memset(&sum, 0, sizeof sum);
+        for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
+            if (!a->slots[i].used)
+                continue;
+            const pool_binstats_t *b = &a->slots[i].tcache.stats[cls];
+            sum.allocs += b->allocs;
+            sum.frees += b->frees;
+            sum.misses += b->misses;
+            sum.overflows += b->overflows;
+        }
+        const pool_centralstats_sh_t *c = &a->cstats[cls];
+        const pool_lockstats_sh_t *l = &a->lockstats[1 + cls];
+        if (sum.allocs == 0 && sum.frees == 0 && c->fetches == 0 && c->releases == 0 &&
+            l->recoveries == 0)
+            continue;
+        jp(j, "%s{\"class\":%u,\"size\":%u,\"spans\":%u,\"allocs\":%lu,\"frees\":%lu,"
+              "\"tcache_hits\":%lu,\"tcache_misses\":%lu,\"tcache_overflows\":%lu,"
+              "\"central_fetches\":%lu,\"central_fetched\":%lu,\"central_releases\":%lu,"
+              "\"central_released\":%lu,\"spans_in\":%lu,\"spans_out\":%lu,\"lock\":",
+           first ? "" : ",", cls, pool_classes_[cls].size, a->central[cls].nspans,
+           (unsigned long)sum.allocs, (unsigned long)sum.frees,
+           (unsigned long)(sum.allocs > sum.misses ? sum.allocs - sum.misses : 0),
+           (unsigned long)sum.misses, (unsigned long)sum.overflows,
+           (unsigned long)c->fetches, (unsigned long)c->fetched, (unsigned long)c->releases,
+           (unsigned long)c->released, (unsigned long)c->spans_in, (unsigned long)c->spans_out);
+        jp_lock(j, l);
+        jp(j, "}");
+        first = false;
+    }
+    jp(j, "]");
+}
+
+static void jp_slots(json_t *j, pool_arena_t *a)
+{
+    jp(j, ",\"slots\":[");
+    bool first = true;
+    for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
+        const pool_slot_sh_t *s = &a->slots[i];
+        if (!s->used)
+            continue;
+        pool_binstats_t sum;
+        memset(&sum, 0, sizeof sum);
+        uint64_t cached = 0;
+        for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
+            const pool_binstats_t *b = &s->tcache.stats[cls];
+            sum.allocs += b->allocs;
+            sum.frees += b->frees;
+            sum.misses += b->misses;
+            sum.fetches += b->fetches;
+            sum.fetched += b->fetched;
+            sum.releases += b->releases;
+            sum.released += b->released;
+            cached += (uint64_t)s->tcache.bins[cls].len * pool_classes_[cls].size;
+        }
+        jp(j, "%s{\"slot\":%u,\"pid\":%d,\"tid\":%d,\"taken\":%s,\"cached_bytes\":%lu,"
+              "\"allocs\":%lu,\"frees\":%lu,\"tcache_hits\":%lu,\"tcache_misses\":%lu,"
+              "\"fetches\":%lu,\"fetched\":%lu,\"releases\":%lu,\"released\":%lu,"
+              "\"big_allocs\":%lu,\"big_frees\":%lu,\"fallbacks\":%lu}",
+           first ? "" : ",", i, s->pid, s->tid,
+           __atomic_load_n(&s->xstate, __ATOMIC_RELAXED) == POOL_SLOT_TAKEN ? "true" : "false",
+           (unsigned long)cached, (unsigned long)sum.allocs, (unsigned long)sum.frees,
+           (unsigned long)(sum.allocs > sum.misses ? sum.allocs - sum.misses : 0),
+           (unsigned long)sum.misses, (unsigned long)sum.fetches, (unsigned long)sum.fetched,
+           (unsigned long)sum.releases, (unsigned long)sum.released,
+           (unsigned long)s->stats.big_allocs, (unsigned long)s->stats.big_frees,
+           (unsigned long)s->stats.fallbacks);
+        first = false;
+    }
+    jp(j, "]");
+}
+
+size_t pool_stats_json(char *buf, size_t cap)
+{
+    json_t j = { buf, cap, 0 };
+    pool_arena_t *a = &pool_arena_;
+    if (cap > 0)
+        buf[0] = '\0';
+    jp(&j, "{\"allocator\":\"%s\",\"attached\":%s,\"slot\":%d,\"stats\":%s", pool_name(),
+       pool_attached() ? "true" : "false", pool_slot(), pool_config_stats ? "true" : "false");
+    if (a->hdr != NULL) {
+        pool_usage_t u;
+        pool_usage(&u);
+        jp(&j, ",\"arena\":{\"reserved\":%zu,\"used\":%zu,\"in_use\":%zu,\"cached\":%zu,"
+               "\"free\":%zu,\"returned\":%zu,\"fallbacks\":%zu,\"foreign_frees\":%zu,"
+               "\"page_size\":%zu}",
+           u.reserved, u.used, u.in_use, u.cached, u.free, u.returned, u.fallbacks,
+           u.foreign_frees, POOL_PAGE_SIZE);
+        const pool_pageheap_sh_t *ph = a->ph;
+        jp(&j, ",\"pageheap\":{\"pages\":%u,\"carved\":%u,\"allocs\":%lu,\"frees\":%lu,"
+               "\"madvise_remove\":%lu,\"reused_returned_pages\":%lu,\"lock\":",
+           ph->npages, ph->carved, (unsigned long)ph->allocs, (unsigned long)ph->frees,
+           (unsigned long)ph->madvises, (unsigned long)ph->reused_returned);
+        jp_lock(&j, &a->lockstats[0]);
+        jp(&j, "}");
+        if (pool_config_stats) {
+            jp_classes(&j, a);
+            jp_slots(&j, a);
+        }
+    }
+    jp(&j, "}");
+    return j.len;
+}

@@ -1,0 +1,196 @@
+/* The central cache: batches, spans in and out, repairs, recovery of a lock
+ * whose owner died, and pool_check() catching injected corruption. */
+#include "config.h"
+
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check_pool.h"
+#include "pool-internal.h"
+
+#define CLS_96 6 /* 96-byte objects, 85 per span */
+
+static uint32_t span_of(void *p)
+{
+    return pool_arena_.pm_span[pool_pagemap_page_(&pool_arena_, p)];
+}
+
+START_TEST(test_fetch_batch)
+{
+    pool_arena_t *a = &pool_arena_;
+    ck_assert_uint_eq(pool_classes_[CLS_96].size, 96);
+    void *h, *t;
+    uint32_t got = pool_central_fetch_(a, CLS_96, 10, 0, &h, &t);
+    ck_assert_uint_eq(got, 10);
+    uint32_t n = 0;
+    void *last = NULL;
+    for (void *p = h; p != NULL; p = *(void **)p) {
+        ck_assert(last == NULL || (char *)p > (char *)last); /* address order */
+        last = p;
+        n++;
+    }
+    ck_assert_uint_eq(n, 10);
+    ck_assert_ptr_eq(last, t);
+    pool_span_sh_t *s = &a->spans[span_of(h)];
+    ck_assert_uint_eq(s->nfree, s->count - 10);
+    ck_assert_uint_eq(a->central[CLS_96].nspans, 1);
+    pool_test_assert_consistent();
+    pool_central_release_(a, CLS_96, h, 10);
+    ck_assert_uint_eq(s->nfree, s->count);
+    /* The one wholly free span of the class is kept. */
+    ck_assert_uint_eq(a->central[CLS_96].nspans, 1);
+    ck_assert_uint_eq(a->central[CLS_96].nempty, 1);
+    pool_test_assert_consistent();
+}
+END_TEST
+
+START_TEST(test_fetch_across_spans_and_return)
+{
+    pool_arena_t *a = &pool_arena_;
+    uint32_t count = pool_classes_[CLS_96].count;
+    void *h1, *t1, *h2, *t2;
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, count, 0, &h1, &t1), count);
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 5, 0, &h2, &t2), 5);
+    ck_assert_uint_eq(a->central[CLS_96].nspans, 2);
+    uint32_t first = span_of(h1), second = span_of(h2);
+    ck_assert_uint_ne(first, second);
+    ck_assert_uint_eq(a->spans[first].listed, 0); /* full: off the list */
+    pool_test_assert_consistent();
+    uint64_t frees = a->ph->frees;
+    pool_central_release_(a, CLS_96, h1, count); /* kept as the empty span */
+    pool_central_release_(a, CLS_96, h2, 5);     /* second empty: to the page heap */
+    ck_assert_uint_eq(a->central[CLS_96].nspans, 1);
+    ck_assert_uint_eq(a->ph->frees, frees + 1);
+    ck_assert_uint_eq(a->spans[second].state, POOL_SPAN_FREE);
+    pool_test_assert_consistent();
+}
+END_TEST
+
+START_TEST(test_repair_is_idempotent)
+{
+    pool_arena_t *a = &pool_arena_;
+    void *h, *t;
+    pool_central_fetch_(a, CLS_96, 30, 0, &h, &t);
+    pool_central_sh_t *c = &a->central[CLS_96];
+    /* Lose the list and counts, as a dead owner might. */
+    c->head = POOL_NIL;
+    c->nspans = 7;
+    a->spans[span_of(h)].nfree = 3;
+    char msg[256];
+    ck_assert_int_eq(pool_check(msg, sizeof msg), -1);
+    pool_central_repair_(a, CLS_96);
+    pool_test_assert_consistent();
+    pool_central_repair_(a, CLS_96);
+    pool_test_assert_consistent();
+    ck_assert_uint_eq(a->spans[span_of(h)].nfree, pool_classes_[CLS_96].count - 30);
+    pool_central_release_(a, CLS_96, h, 30);
+    pool_test_assert_consistent();
+    /* The page heap rebuilds its lists from the descriptors the same way. */
+    a->ph->heads[0] = POOL_NIL;
+    a->ph->free_pages = 12345;
+    pool_pageheap_repair_(a);
+    pool_pageheap_repair_(a);
+    pool_test_assert_consistent();
+}
+END_TEST
+
+/* A child dies holding a lock; the next locker repairs and goes on.  The
+ * test process stays private so that its children fork without taking a
+ * private copy of the arena (which an attached parent's children do). */
+static void die_holding(pool_lock_sh_t *l, pool_lock_kind_t kind, unsigned arg)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        pool_lock_(&pool_arena_, l, kind, arg);
+        raise(SIGKILL);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
+START_TEST(test_dead_owner_recovered)
+{
+    pool_arena_t *a = &pool_arena_;
+    die_holding(&a->ph->lock, POOL_LOCK_PAGEHEAP, 0);
+    uint32_t s = pool_pageheap_alloc_(a, 3, 1, 0, POOL_NO_SLOT);
+    ck_assert_uint_ne(s, POOL_NIL);
+    ck_assert_uint_eq(a->lockstats[0].recoveries, 1);
+    pool_pageheap_free_(a, s);
+    void *h, *t;
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 4, 0, &h, &t), 4);
+    if (!pool_config_spin) {
+        die_holding(&a->central[CLS_96].lock, POOL_LOCK_CENTRAL, CLS_96);
+        pool_central_release_(a, CLS_96, h, 4);
+        ck_assert_uint_eq(a->lockstats[1 + CLS_96].recoveries, 1);
+    } else {
+        pool_central_release_(a, CLS_96, h, 4);
+    }
+    pool_test_assert_consistent();
+}
+END_TEST
+
+/* Each corruption must make pool_check() fail with a message. */
+START_TEST(test_check_finds_corruption)
+{
+    pool_arena_t *a = &pool_arena_;
+    void *p = pool_malloc(96);
+    void *q = pool_malloc(5000);
+    pool_test_assert_consistent();
+    uint32_t s = span_of(p);
+    char msg[256];
+
+    a->spans[s].bitmap[1] ^= 1; /* an object freed behind the counts' back */
+    ck_assert_int_eq(pool_check(msg, sizeof msg), -1);
+    ck_assert_msg(strstr(msg, "span") != NULL, "message: %s", msg);
+    a->spans[s].bitmap[1] ^= 1;
+    pool_test_assert_consistent();
+
+    uint32_t page = pool_pagemap_page_(a, q);
+    a->pm_class[page] = 3; /* wrong class byte */
+    ck_assert_int_eq(pool_check(msg, sizeof msg), -1);
+    ck_assert_msg(strstr(msg, "page map") != NULL, "message: %s", msg);
+    a->pm_class[page] = (uint8_t)pool_sizeclass_of(5000);
+    pool_test_assert_consistent();
+
+    pool_tcache_sh_t *tc = pool_tls_tcache_;
+    tc->bins[CLS_96].len++; /* a bin length that lies */
+    ck_assert_int_eq(pool_check(msg, sizeof msg), -1);
+    ck_assert_msg(strstr(msg, "slot") != NULL, "message: %s", msg);
+    tc->bins[CLS_96].len--;
+    pool_test_assert_consistent();
+
+    /* The message is truncated to the caller's buffer. */
+    a->central[CLS_96].nspans += 2;
+    char tiny[8];
+    ck_assert_int_eq(pool_check(tiny, sizeof tiny), -1);
+    ck_assert_uint_eq(strlen(tiny), sizeof tiny - 1);
+    a->central[CLS_96].nspans -= 2;
+    pool_free(p);
+    pool_free(q);
+    pool_test_assert_consistent();
+}
+END_TEST
+
+Suite *make_central_suite(void)
+{
+    Suite *s = suite_create("central");
+    TCase *tc = tcase_create("batches");
+    tcase_add_checked_fixture(tc, pool_test_create_attach, pool_test_destroy);
+    tcase_add_test(tc, test_fetch_batch);
+    tcase_add_test(tc, test_fetch_across_spans_and_return);
+    tcase_add_test(tc, test_repair_is_idempotent);
+    tcase_add_test(tc, test_check_finds_corruption);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("recovery");
+    tcase_add_checked_fixture(tc, pool_test_create, pool_test_destroy);
+    tcase_add_test(tc, test_dead_owner_recovered);
+    tcase_set_timeout(tc, 20);
+    suite_add_tcase(s, tc);
+    return s;
+}

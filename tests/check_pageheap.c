@@ -1,0 +1,195 @@
+/* The page heap: carving, splitting, coalescing, big and aligned spans, and
+ * giving pages back with MADV_REMOVE. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "check_pool.h"
+#include "pool-internal.h"
+
+static uint32_t take(uint32_t npages)
+{
+    uint32_t s = pool_pageheap_alloc_(&pool_arena_, npages, 1, 0, POOL_NO_SLOT);
+    ck_assert_uint_ne(s, POOL_NIL);
+    ck_assert_uint_eq(pool_arena_.spans[s].npages, npages);
+    return s;
+}
+
+START_TEST(test_carve_and_split)
+{
+    pool_arena_t *a = &pool_arena_;
+    uint32_t s10 = take(10);
+    uint32_t guard = take(1); /* keeps the top of the arena apart */
+    ck_assert_uint_eq(guard, s10 + 10);
+    pool_pageheap_free_(a, s10);
+    ck_assert_uint_eq(a->ph->free_pages, 10);
+    /* Best fit: 3 pages come from the 10-page span, which splits. */
+    uint32_t s3 = take(3);
+    ck_assert_uint_eq(s3, s10);
+    ck_assert_uint_eq(a->ph->free_pages, 7);
+    ck_assert_uint_eq(a->spans[s10 + 3].state, POOL_SPAN_FREE);
+    ck_assert_uint_eq(a->spans[s10 + 3].npages, 7);
+    ck_assert_uint_eq(a->ph->heads[7], s10 + 3);
+    pool_test_assert_consistent();
+    pool_pageheap_free_(a, s3);
+    pool_pageheap_free_(a, guard);
+    pool_test_assert_consistent();
+}
+END_TEST
+
+START_TEST(test_coalesce_both_sides)
+{
+    pool_arena_t *a = &pool_arena_;
+    uint32_t x = take(4), y = take(4), z = take(4), guard = take(1);
+    pool_pageheap_free_(a, x);
+    pool_pageheap_free_(a, z);
+    ck_assert_uint_eq(a->ph->free_pages, 8);
+    pool_test_assert_consistent();
+    pool_pageheap_free_(a, y); /* joins both neighbours */
+    ck_assert_uint_eq(a->spans[x].state, POOL_SPAN_FREE);
+    ck_assert_uint_eq(a->spans[x].npages, 12);
+    ck_assert_uint_eq(a->spans[y].state, POOL_SPAN_NONE);
+    ck_assert_uint_eq(a->spans[z].state, POOL_SPAN_NONE);
+    ck_assert_uint_eq(a->pm_span[x + 11], x);
+    pool_test_assert_consistent();
+    /* The whole run is reusable at once. */
+    ck_assert_uint_eq(take(12), x);
+    pool_pageheap_free_(a, x);
+    pool_pageheap_free_(a, guard);
+    pool_test_assert_consistent();
+}
+END_TEST
+
+START_TEST(test_long_spans_best_fit)
+{
+    pool_arena_t *a = &pool_arena_;
+    uint32_t big = take(300), g1 = take(1), mid = take(200), g2 = take(1);
+    pool_pageheap_free_(a, big);
+    pool_pageheap_free_(a, mid);
+    /* Both live on the long list; 150 pages come from the 200-page one. */
+    ck_assert_uint_eq(take(150), mid);
+    ck_assert_uint_eq(take(250), big);
+    pool_pageheap_free_(a, g1);
+    pool_pageheap_free_(a, g2);
+    pool_test_assert_consistent();
+}
+END_TEST
+
+START_TEST(test_aligned_spans)
+{
+    pool_arena_t *a = &pool_arena_;
+    take(1);
+    uint32_t s = pool_pageheap_alloc_(a, 2, 8, 0, POOL_NO_SLOT);
+    ck_assert_uint_ne(s, POOL_NIL);
+    ck_assert_uint_eq((uintptr_t)pool_span_addr(a, &a->spans[s]) % (8 * POOL_PAGE_SIZE), 0);
+    pool_test_assert_consistent();
+    for (size_t align = 16; align <= (1u << 20); align *= 4) {
+        void *p = pool_memalign(align, 3000);
+        ck_assert_ptr_nonnull(p);
+        ck_assert(pool_owns(p));
+        ck_assert_msg((uintptr_t)p % align == 0, "%p not aligned to %zu", p, align);
+        ck_assert_uint_ge(pool_usable_size(p), 3000);
+        memset(p, 1, 3000);
+        pool_free(p);
+    }
+    void *q;
+    ck_assert_int_eq(pool_posix_memalign(&q, 24, 10), EINVAL);
+    ck_assert_int_eq(pool_posix_memalign(&q, 1u << 16, 10), 0);
+    ck_assert_uint_eq((uintptr_t)q % (1u << 16), 0);
+    pool_free(q);
+    pool_thread_flush();
+    pool_test_assert_consistent();
+}
+END_TEST
+
+START_TEST(test_big_requests)
+{
+    size_t sizes[] = { POOL_MAX_SMALL + 1, 300 << 10, 5 << 20 };
+    for (unsigned i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        char *p = pool_malloc(sizes[i]);
+        ck_assert_ptr_nonnull(p);
+        ck_assert(pool_owns(p));
+        pool_span_sh_t *s = pool_pagemap_span_(&pool_arena_, p);
+        ck_assert_uint_eq(s->state, POOL_SPAN_BIG);
+        ck_assert_uint_eq(s->npages, (sizes[i] + POOL_PAGE_SIZE - 1) / POOL_PAGE_SIZE);
+        pool_test_fill(p, sizes[i], i);
+        char *q = pool_realloc(p, sizes[i] * 2);
+        ck_assert(pool_test_verify(q, sizes[i], i));
+        pool_free(q);
+    }
+    pool_test_assert_consistent();
+}
+END_TEST
+
+START_TEST(test_release_to_os)
+{
+    pool_arena_t *a = &pool_arena_;
+    pool_usage_t u;
+    /* 1 page: below the 1 MiB rule, stays unreturned. */
+    uint32_t one = take(1);
+    uint32_t guard = take(1);
+    pool_pageheap_free_(a, one);
+    ck_assert_uint_eq(a->ph->returned_pages, 0);
+    /* 2 MiB: given back at once, and reads back as zeros when reused. */
+    uint32_t n = (uint32_t)((2u << 20) / POOL_PAGE_SIZE);
+    uint32_t s = take(n);
+    memset(pool_span_addr(a, &a->spans[s]), 0x5a, (size_t)n * POOL_PAGE_SIZE);
+    uint64_t madv = a->ph->madvises;
+    pool_pageheap_free_(a, s);
+    ck_assert_uint_eq(a->ph->madvises, madv + 1);
+    ck_assert_uint_ge(a->ph->returned_pages, n);
+    pool_usage(&u);
+    ck_assert_uint_ge(u.returned, (size_t)n * POOL_PAGE_SIZE);
+    ck_assert_uint_le(u.returned, u.free);
+    pool_test_assert_consistent();
+    uint32_t again = take(n);
+    const unsigned char *b = pool_span_addr(a, &a->spans[again]);
+    for (size_t i = 0; i < (size_t)n * POOL_PAGE_SIZE; i += 4096)
+        ck_assert_msg(b[i] == 0, "byte %zu of a returned span is %u", i, b[i]);
+    ck_assert_uint_ge(a->ph->reused_returned, n);
+    pool_pageheap_free_(a, again);
+    pool_pageheap_free_(a, guard);
+    pool_test_assert_consistent();
+}
+END_TEST
+
+START_TEST(test_exhaustion_falls_back)
+{
+    pool_arena_t *a = &pool_arena_;
+    /* Take every page, then ask for more. */
+    uint32_t all = pool_pageheap_alloc_(a, a->npages - a->ph->carved, 1, 0, POOL_NO_SLOT);
+    ck_assert_uint_ne(all, POOL_NIL);
+    ck_assert_uint_eq(pool_pageheap_alloc_(a, 1, 1, 0, POOL_NO_SLOT), POOL_NIL);
+    void *p = pool_malloc(100);
+    ck_assert_ptr_nonnull(p);
+    ck_assert(!pool_owns(p));
+    void *big = pool_malloc(1 << 20);
+    ck_assert_ptr_nonnull(big);
+    ck_assert(!pool_owns(big));
+    pool_usage_t u;
+    pool_usage(&u);
+    ck_assert_uint_eq(u.fallbacks, 2);
+    pool_free(p);
+    pool_free(big);
+    pool_pageheap_free_(a, all);
+    pool_test_assert_consistent();
+}
+END_TEST
+
+Suite *make_pageheap_suite(void)
+{
+    Suite *s = suite_create("pageheap");
+    TCase *tc = tcase_create("spans");
+    tcase_add_checked_fixture(tc, pool_test_create_attach, pool_test_destroy);
+    tcase_add_test(tc, test_carve_and_split);
+    tcase_add_test(tc, test_coalesce_both_sides);
+    tcase_add_test(tc, test_long_spans_best_fit);
+    tcase_add_test(tc, test_aligned_spans);
+    tcase_add_test(tc, test_big_requests);
+    tcase_add_test(tc, test_release_to_os);
+    tcase_add_test(tc, test_exhaustion_falls_back);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,185 @@
+/* The arena and its page map: layout, attach checks, and the class and span
+ * entries that free() reads. */
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check_pool.h"
+#include "pool-internal.h"
+
+START_TEST(test_small_object_pages)
+{
+    pool_arena_t *a = &pool_arena_;
+    void *p = pool_malloc(100);
+    ck_assert_ptr_nonnull(p);
+    ck_assert(pool_owns(p));
+    ck_assert_uint_eq((uintptr_t)p % 16, 0);
+    uint32_t page = pool_pagemap_page_(a, p);
+    ck_assert_uint_ne(page, POOL_NIL);
+    ck_assert_uint_eq(a->pm_class[page], pool_sizeclass_of(100));
+    pool_span_sh_t *s = pool_pagemap_span_(a, p);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_uint_eq(s->state, POOL_SPAN_SMALL);
+    ck_assert_uint_eq(s->cls, pool_sizeclass_of(100));
+    ck_assert((char *)p >= (char *)pool_span_addr(a, s));
+    ck_assert((char *)p < (char *)pool_span_addr(a, s) + ((size_t)s->npages << POOL_PAGE_SHIFT));
+    ck_assert_uint_eq(pool_usable_size(p), 112);
+    pool_free(p);
+    pool_test_assert_consistent();
+}
+END_TEST
+
+START_TEST(test_big_span_pages)
+{
+    pool_arena_t *a = &pool_arena_;
+    size_t size = (1u << 20) + 1;
+    char *p = pool_malloc(size);
+    ck_assert_ptr_nonnull(p);
+    ck_assert(pool_owns(p));
+    uint32_t first = pool_pagemap_page_(a, p), n = (uint32_t)(size / POOL_PAGE_SIZE + 1);
+    for (uint32_t i = 0; i < n; i++) {
+        ck_assert_uint_eq(a->pm_class[first + i], 0);
+        ck_assert_uint_eq(a->pm_span[first + i], first);
+    }
+    ck_assert_uint_eq(a->spans[first].state, POOL_SPAN_BIG);
+    ck_assert_uint_eq(a->spans[first].npages, n);
+    ck_assert_uint_eq(pool_usable_size(p), (size_t)n * POOL_PAGE_SIZE);
+    memset(p, 0xab, size);
+    pool_test_assert_consistent();
+    pool_free(p);
+    ck_assert_uint_eq(a->spans[first].state, POOL_SPAN_FREE);
+    pool_test_assert_consistent();
+}
+END_TEST
+
+START_TEST(test_outside_pointers)
+{
+    pool_arena_t *a = &pool_arena_;
+    int local = 0;
+    ck_assert(!pool_owns(&local));
+    ck_assert(!pool_owns(NULL));
+    ck_assert_uint_eq(pool_pagemap_page_(a, &local), POOL_NIL);
+    ck_assert_ptr_null(pool_pagemap_span_(a, &local));
+    /* The last data page is inside, one byte past it is not. */
+    ck_assert(pool_owns((void *)(a->data + a->data_size - 1)));
+    ck_assert(!pool_owns((void *)(a->data + a->data_size)));
+}
+END_TEST
+
+START_TEST(test_layout)
+{
+    pool_arena_t *a = &pool_arena_;
+    pool_header_sh_t *h = a->hdr;
+    ck_assert_uint_eq(h->magic, POOL_MAGIC);
+    ck_assert_uint_eq(h->base, (uintptr_t)h);
+    ck_assert_uint_eq(h->page_shift, POOL_PAGE_SHIFT);
+    ck_assert_uint_ge(h->size, POOL_TEST_HEAP);
+    ck_assert_uint_eq(a->data % POOL_PAGE_SIZE, 0);
+    ck_assert_uint_le(a->data + a->data_size, (uintptr_t)h + h->size);
+    ck_assert_uint_eq((uintptr_t)a->central % 64, 0);
+    ck_assert_uint_eq(sizeof(pool_central_sh_t), 64);
+    /* Data pages are most of the arena. */
+    ck_assert_uint_ge(a->data_size, h->size / 10 * 9);
+}
+END_TEST
+
+START_TEST(test_create_errors)
+{
+    ck_assert_int_eq(pool_create(POOL_TEST_HEAP), EEXIST);
+    pool_destroy_();
+    ck_assert_int_eq(pool_attach(), ENOENT);
+    ck_assert_int_eq(pool_create(pool_min_heap_size() - 1), EINVAL);
+    ck_assert_int_eq(pool_create(pool_min_heap_size()), 0);
+    ck_assert_int_eq(pool_attach(), 0);
+    ck_assert_int_eq(pool_attach(), EALREADY);
+    ck_assert(pool_attached());
+    ck_assert_int_ge(pool_slot(), 0);
+    ck_assert_str_eq(pool_name(), "shmpool");
+}
+END_TEST
+
+/* Attach with a damaged header field; expect EPROTO and a message.  The
+ * header is shared with the child, so the parent puts the field back. */
+static void attach_with(uint64_t *field, uint64_t value)
+{
+    uint64_t saved = *field;
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        *field = value;
+        _exit(pool_attach() == EPROTO ? 0 : 1);
+    }
+    close(fds[1]);
+    char buf[512];
+    ssize_t n = read(fds[0], buf, sizeof buf - 1);
+    close(fds[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    *field = saved;
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "attach did not fail with EPROTO");
+    ck_assert_int_gt(n, 0);
+    buf[n] = '\0';
+    ck_assert_msg(strstr(buf, "cannot attach") && strstr(buf, "version"), "message: %s", buf);
+}
+
+START_TEST(test_attach_rejects_bad_header)
+{
+    pool_header_sh_t *h = pool_arena_.hdr;
+    attach_with((uint64_t *)&h->version, h->version + 1); /* version and page shift word */
+    attach_with(&h->magic, 12345);
+    attach_with((uint64_t *)&h->base, h->base + POOL_PAGE_SIZE);
+    /* The header itself is intact: attach works here. */
+    ck_assert_int_eq(pool_attach(), 0);
+}
+END_TEST
+
+START_TEST(test_children_attach_own_slots)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (pool_attach() != 0 || pool_slot() < 0)
+            _exit(1);
+        void *p = pool_malloc(64);
+        _exit(pool_owns(p) ? 0 : 2);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+    /* The master stays private. */
+    void *q = pool_malloc(64);
+    ck_assert(!pool_owns(q));
+    pool_free(q);
+    ck_assert(!pool_attached());
+    ck_assert_int_eq(pool_slot(), -1);
+}
+END_TEST
+
+Suite *make_pagemap_suite(void)
+{
+    Suite *s = suite_create("pagemap");
+    TCase *tc = tcase_create("map");
+    tcase_add_checked_fixture(tc, pool_test_create_attach, pool_test_destroy);
+    tcase_add_test(tc, test_small_object_pages);
+    tcase_add_test(tc, test_big_span_pages);
+    tcase_add_test(tc, test_outside_pointers);
+    tcase_add_test(tc, test_layout);
+    tcase_add_test(tc, test_create_errors);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("attach");
+    tcase_add_checked_fixture(tc, pool_test_create, pool_test_destroy);
+    tcase_add_test(tc, test_attach_rejects_bad_header);
+    tcase_add_test(tc, test_children_attach_own_slots);
+    tcase_set_timeout(tc, 20);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,28 @@
+/* Suites of tests/check_pool (the pool linked without the override) and the
+ * fixtures they share. */
+#ifndef CHECK_POOL_H
+#define CHECK_POOL_H
+
+#include <check.h>
+#include <stddef.h>
+
+Suite *make_sizeclass_suite(void);
+Suite *make_pagemap_suite(void);
+Suite *make_pageheap_suite(void);
+Suite *make_central_suite(void);
+Suite *make_tcache_suite(void);
+
+/* Arena size the fixtures create. */
+#define POOL_TEST_HEAP ((size_t)64 << 20)
+
+/* Checked fixtures: every forked test gets its own arena. */
+void pool_test_create(void);          /* create, stay private */
+void pool_test_create_attach(void);   /* create and attach */
+void pool_test_destroy(void);
+/* Fail the test with pool_check()'s message unless the arena is consistent. */
+void pool_test_assert_consistent(void);
+/* Fill [p, p+n) with a pattern derived from seed / verify it. */
+void pool_test_fill(void *p, size_t n, unsigned seed);
+int pool_test_verify(const void *p, size_t n, unsigned seed);
+
+#endif /* CHECK_POOL_H */

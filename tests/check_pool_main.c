@@ -1,0 +1,65 @@
+/* tests/check_pool: runs the pool's unit suites, and holds the fixtures
+ * they share.  Linked with shm/libshmpool_core.la only, so Check's own
+ * allocations go to glibc and never through the code under test. */
+#include "config.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "check_pool.h"
+#include "pool-internal.h"
+
+void pool_test_create(void)
+{
+    int rc = pool_create(POOL_TEST_HEAP);
+    ck_assert_msg(rc == 0, "pool_create: %d", rc);
+}
+
+void pool_test_create_attach(void)
+{
+    pool_test_create();
+    int rc = pool_attach();
+    ck_assert_msg(rc == 0, "pool_attach: %d", rc);
+}
+
+void pool_test_destroy(void)
+{
+    pool_detach();
+    pool_destroy_();
+}
+
+void pool_test_assert_consistent(void)
+{
+    char msg[256];
+    int rc = pool_check(msg, sizeof msg);
+    ck_assert_msg(rc == 0, "pool_check: %s", msg);
+}
+
+void pool_test_fill(void *p, size_t n, unsigned seed)
+{
+    unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        b[i] = (unsigned char)(seed * 131u + i * 7u);
+}
+
+int pool_test_verify(const void *p, size_t n, unsigned seed)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        if (b[i] != (unsigned char)(seed * 131u + i * 7u))
+            return 0;
+    return 1;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(make_sizeclass_suite());
+    srunner_add_suite(sr, make_pagemap_suite());
+    srunner_add_suite(sr, make_pageheap_suite());
+    srunner_add_suite(sr, make_central_suite());
+    srunner_add_suite(sr, make_tcache_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

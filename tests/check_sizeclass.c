@@ -1,0 +1,88 @@
+/* Size classes: the lookup tables against the class table, for every
+ * request size up to POOL_MAX_SMALL. */
+#include "config.h"
+
+#include "check_pool.h"
+#include "pool-internal.h"
+
+static void init(void)
+{
+    pool_sizeclass_init_();
+}
+
+START_TEST(test_every_size_round_trips)
+{
+    unsigned prev = 1;
+    for (size_t size = 1; size <= POOL_MAX_SMALL; size++) {
+        unsigned cls = pool_sizeclass_of(size);
+        ck_assert_msg(cls >= 1 && cls < POOL_NCLASSES, "size %zu: class %u", size, cls);
+        size_t csize = pool_classes_[cls].size;
+        ck_assert_msg(csize >= size, "size %zu: class %u holds only %zu", size, cls, csize);
+        ck_assert_msg(cls == 1 || pool_classes_[cls - 1].size < size,
+                      "size %zu: class %u is not the smallest that fits", size, cls);
+        ck_assert_msg(cls >= prev, "size %zu: class %u after class %u", size, cls, prev);
+        if (size <= 128)
+            ck_assert_msg(csize - size < 16, "size %zu wastes %zu", size, csize - size);
+        else
+            ck_assert_msg((csize - size) * 8 <= csize, "size %zu wastes %zu of %zu", size,
+                          csize - size, csize);
+        prev = cls;
+    }
+    ck_assert_uint_eq(pool_sizeclass_of(POOL_MAX_SMALL + 1), 0);
+    ck_assert_uint_eq(pool_sizeclass_of(SIZE_MAX), 0);
+    ck_assert_uint_eq(pool_sizeclass_of(0), 1);
+}
+END_TEST
+
+START_TEST(test_class_geometry)
+{
+    ck_assert_uint_eq(pool_classes_[0].size, 0);
+    ck_assert_uint_eq(pool_classes_[1].size, 16);
+    ck_assert_uint_eq(pool_classes_[POOL_NCLASSES - 1].size, POOL_MAX_SMALL);
+    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
+        const pool_class_t *c = &pool_classes_[cls];
+        size_t span = (size_t)c->pages * POOL_PAGE_SIZE;
+        ck_assert_msg(c->size % 16 == 0, "class %u size %u", cls, c->size);
+        ck_assert_msg(cls == 1 || c->size > pool_classes_[cls - 1].size, "class %u", cls);
+        ck_assert_msg(c->count >= 1 && c->count <= POOL_MAX_OBJECTS, "class %u count %u", cls,
+                      c->count);
+        ck_assert_msg((size_t)c->count * c->size <= span, "class %u overflows its span", cls);
+        ck_assert_msg((span - (size_t)c->count * c->size) * 16 <= span,
+                      "class %u: tail %zu of a %zu-byte span", cls,
+                      span - (size_t)c->count * c->size, span);
+        ck_assert_msg(c->max_batch >= 1 && c->max_batch <= 128, "class %u batch", cls);
+        ck_assert_msg((size_t)c->max_batch * c->size <= (64u << 10) || c->max_batch == 1,
+                      "class %u: batch of %u objects exceeds 64 KiB", cls, c->max_batch);
+        ck_assert_uint_eq(c->watermark, 2u * c->max_batch);
+    }
+}
+END_TEST
+
+START_TEST(test_aligned_classes)
+{
+    for (size_t align = 16; align <= POOL_PAGE_SIZE; align *= 2) {
+        for (size_t size = 1; size <= 3 * POOL_PAGE_SIZE; size = size * 3 + 1) {
+            unsigned cls = pool_sizeclass_aligned_(size, align);
+            ck_assert_msg(cls != 0, "size %zu align %zu: no class", size, align);
+            ck_assert_msg(pool_classes_[cls].size >= size &&
+                              pool_classes_[cls].size % align == 0,
+                          "size %zu align %zu: class %u (%u bytes)", size, align, cls,
+                          pool_classes_[cls].size);
+        }
+    }
+    /* Nothing above the largest class. */
+    ck_assert_uint_eq(pool_sizeclass_aligned_(POOL_MAX_SMALL + 1, 16), 0);
+}
+END_TEST
+
+Suite *make_sizeclass_suite(void)
+{
+    Suite *s = suite_create("sizeclass");
+    TCase *tc = tcase_create("tables");
+    tcase_add_checked_fixture(tc, init, NULL);
+    tcase_add_test(tc, test_every_size_round_trips);
+    tcase_add_test(tc, test_class_geometry);
+    tcase_add_test(tc, test_aligned_classes);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,342 @@
+/* The thread cache and the allocation entry points: slow start, the
+ * watermark, threads, fork, accounting, stats output, and the aborts on
+ * double and invalid frees. */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check_pool.h"
+#include "pool-internal.h"
+
+static pool_bin_t *bin_of(size_t size)
+{
+    return &pool_tls_tcache_->bins[pool_sizeclass_of(size)];
+}
+
+static void assert_accounted(void)
+{
+    pool_usage_t u;
+    pool_usage(&u);
+    ck_assert_msg(u.in_use + u.cached + u.free == u.used,
+                  "in use %zu + cached %zu + free %zu != used %zu", u.in_use, u.cached, u.free,
+                  u.used);
+}
+
+START_TEST(test_slow_start)
+{
+    void *p = pool_malloc(16);
+    pool_bin_t *bin = bin_of(16);
+    /* First miss fetched one object and doubled the batch. */
+    ck_assert_uint_eq(bin->len, 0);
+    ck_assert_uint_eq(bin->batch, 2);
+    void *q = pool_malloc(16);
+    ck_assert_uint_eq(bin->len, 1);
+    ck_assert_uint_eq(bin->batch, 4);
+    uint32_t expect = 4;
+    for (int i = 0; i < 600; i++) {
+        if (bin->len == 0) {
+            pool_malloc(16);
+            ck_assert_uint_eq(bin->len, expect - 1);
+            expect = expect * 2 < pool_classes_[1].max_batch ? expect * 2
+                                                              : pool_classes_[1].max_batch;
+            ck_assert_uint_eq(bin->batch, expect);
+        } else {
+            pool_malloc(16);
+        }
+    }
+    ck_assert_uint_eq(bin->batch, pool_classes_[1].max_batch);
+    pool_free(p);
+    pool_free(q);
+    pool_test_assert_consistent();
+}
+END_TEST
+
+START_TEST(test_watermark_releases_a_batch)
+{
+    enum { N = 700 };
+    static void *obj[N];
+    pool_bin_t *bin = bin_of(96);
+    const pool_class_t *c = &pool_classes_[pool_sizeclass_of(96)];
+    for (int i = 0; i < N; i++)
+        obj[i] = pool_malloc(96);
+    uint64_t released = 0;
+    uint32_t maxlen = 0;
+    for (int i = 0; i < N; i++) {
+        uint32_t before = bin->len;
+        pool_free(obj[i]);
+        if (bin->len < before) {
+            /* Over the watermark: one batch went to central. */
+            ck_assert_uint_eq(before, c->watermark);
+            ck_assert_uint_eq(bin->len, before + 1 - c->max_batch);
+            released++;
+        }
+        if (bin->len > maxlen)
+            maxlen = bin->len;
+    }
+    ck_assert_uint_le(maxlen, c->watermark);
+    ck_assert_uint_ge(released, 1);
+    pool_test_assert_consistent();
+    assert_accounted();
+    pool_thread_flush();
+    ck_assert_uint_eq(bin->len, 0);
+    pool_usage_t u;
+    pool_usage(&u);
+    ck_assert_uint_eq(u.in_use, 0);
+    pool_test_assert_consistent();
+}
+END_TEST
+
+START_TEST(test_random_sizes_keep_content)
+{
+    enum { N = 400 };
+    static void *obj[N];
+    static size_t len[N];
+    unsigned seed = 12345;
+    for (int round = 0; round < 6; round++) {
+        for (int i = 0; i < N; i++) {
+            seed = seed * 1103515245u + 12345u;
+            size_t size = (seed >> 8) % ((seed & 1) ? 2048 : (300u << 10));
+            if (obj[i] != NULL) {
+                ck_assert_msg(pool_test_verify(obj[i], len[i], (unsigned)i),
+                              "block %d (%zu bytes) changed", i, len[i]);
+                if (round % 2) {
+                    obj[i] = pool_realloc(obj[i], size + 1);
+                    ck_assert(pool_test_verify(obj[i], len[i] < size + 1 ? len[i] : size + 1,
+                                               (unsigned)i));
+                } else {
+                    pool_free(obj[i]);
+                    obj[i] = pool_malloc(size);
+                }
+                len[i] = round % 2 ? size + 1 : size;
+            } else {
+                obj[i] = pool_malloc(size);
+                len[i] = size;
+            }
+            ck_assert_ptr_nonnull(obj[i]);
+            ck_assert(pool_owns(obj[i]));
+            ck_assert_uint_eq((uintptr_t)obj[i] % 16, 0);
+            ck_assert_uint_ge(pool_usable_size(obj[i]), len[i]);
+            pool_test_fill(obj[i], len[i], (unsigned)i);
+        }
+        pool_test_assert_consistent();
+        assert_accounted();
+    }
+    for (int i = 0; i < N; i++) {
+        ck_assert(pool_test_verify(obj[i], len[i], (unsigned)i));
+        pool_free(obj[i]);
+    }
+    pool_thread_flush();
+    pool_usage_t u;
+    pool_usage(&u);
+    ck_assert_uint_eq(u.in_use, 0);
+    pool_test_assert_consistent();
+}
+END_TEST
+
+START_TEST(test_calloc_and_realloc)
+{
+    char *p = pool_malloc(200);
+    memset(p, 0xff, 200);
+    pool_free(p);
+    char *z = pool_calloc(25, 8); /* likely the recycled block */
+    for (int i = 0; i < 200; i++)
+        ck_assert_int_eq(z[i], 0);
+    errno = 0;
+    ck_assert_ptr_null(pool_calloc(SIZE_MAX / 2, 3));
+    ck_assert_int_eq(errno, ENOMEM);
+    /* Shrinking a little keeps the block; growing past the class moves it. */
+    char *r = pool_realloc(z, 150);
+    ck_assert_ptr_eq(r, z);
+    char *g = pool_realloc(r, 5000);
+    ck_assert_ptr_ne(g, r);
+    ck_assert_int_eq(g[149], 0);
+    ck_assert_ptr_null(pool_realloc(g, 0));
+    void *m0 = pool_malloc(0), *m1 = pool_malloc(0);
+    ck_assert_ptr_nonnull(m0);
+    ck_assert_ptr_ne(m0, m1);
+    pool_free(m0);
+    pool_free(m1);
+    pool_free(NULL);
+    /* A private block moves into the arena on realloc. */
+    char *priv = __libc_malloc(40);
+    memset(priv, 7, 40);
+    ck_assert_uint_ge(pool_usable_size(priv), 40);
+    char *moved = pool_realloc(priv, 80);
+    ck_assert(pool_owns(moved));
+    ck_assert_int_eq(moved[39], 7);
+    pool_free(moved);
+    pool_test_assert_consistent();
+}
+END_TEST
+
+static void *thread_body(void *arg)
+{
+    void **keep = arg;
+    for (int i = 0; i < 1000; i++)
+        pool_free(pool_malloc((size_t)(i % 700) + 1));
+    *keep = pool_malloc(333);
+    return (void *)(intptr_t)pool_tls_tcache_->slot;
+}
+
+START_TEST(test_thread_exit_returns_slot)
+{
+    pthread_t t;
+    void *keep = NULL, *ret;
+    ck_assert_int_eq(pthread_create(&t, NULL, thread_body, &keep), 0);
+    ck_assert_int_eq(pthread_join(t, &ret), 0);
+    int slot = (int)(intptr_t)ret;
+    ck_assert_int_ne(slot, pool_slot());
+    pool_slot_sh_t *s = &pool_arena_.slots[slot];
+    ck_assert_uint_eq(s->xstate, POOL_SLOT_FREE);
+    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
+        ck_assert_uint_eq(s->tcache.bins[cls].len, 0);
+    ck_assert(pool_owns(keep));
+    pool_free(keep);
+    pool_test_assert_consistent();
+}
+END_TEST
+
+START_TEST(test_fork_child_detaches)
+{
+    char *p = pool_malloc(500);
+    pool_test_fill(p, 500, 1);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int bad = 0;
+        bad |= pool_attached() ? 1 : 0;
+        bad |= pool_slot() != -1 ? 2 : 0;
+        bad |= pool_test_verify(p, 500, 1) ? 0 : 4;
+        pool_test_fill(p, 500, 2); /* must not reach the parent's block */
+        pool_free(p);              /* ignored and counted */
+        pool_usage_t u;
+        pool_usage(&u);
+        bad |= u.foreign_frees == 1 ? 0 : 8;
+        void *q = pool_malloc(100);
+        bad |= pool_owns(q) ? 16 : 0;
+        pool_free(q);
+        _exit(bad);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
+    ck_assert_msg(pool_test_verify(p, 500, 1), "the child's writes reached the parent");
+    /* The block is still the parent's to use and free. */
+    void *again = pool_malloc(500);
+    ck_assert_ptr_ne(again, p);
+    pool_free(again);
+    pool_free(p);
+    pool_test_assert_consistent();
+}
+END_TEST
+
+START_TEST(test_stats_json)
+{
+    void *p = pool_malloc(64);
+    char buf[16384];
+    size_t n = pool_stats_json(buf, sizeof buf);
+    ck_assert_uint_lt(n, sizeof buf);
+    ck_assert_uint_eq(strlen(buf), n);
+    ck_assert_msg(strncmp(buf, "{\"allocator\":\"shmpool\"", 22) == 0, "%s", buf);
+    ck_assert_int_eq(buf[n - 1], '}');
+    ck_assert_ptr_nonnull(strstr(buf, "\"arena\":{\"reserved\":"));
+    ck_assert_ptr_nonnull(strstr(buf, pool_config_stats ? "\"stats\":true" : "\"stats\":false"));
+    if (pool_config_stats)
+        ck_assert_ptr_nonnull(strstr(buf, "{\"class\":4,\"size\":64,"));
+    char small[32];
+    ck_assert_uint_eq(pool_stats_json(small, sizeof small), n);
+    ck_assert_uint_eq(strlen(small), sizeof small - 1);
+    pool_free(p);
+}
+END_TEST
+
+START_TEST(test_double_free_aborts)
+{
+    void *p = pool_malloc(48);
+    pool_free(p);
+    /* Debug builds abort here; Release builds when the bin reaches central. */
+    pool_free(p);
+    pool_thread_flush();
+}
+END_TEST
+
+START_TEST(test_invalid_free_aborts)
+{
+    pool_malloc(48);
+    /* A page the page heap never handed out. */
+    pool_free((char *)pool_arena_.data + pool_arena_.data_size - POOL_PAGE_SIZE);
+}
+END_TEST
+
+START_TEST(test_interior_free_aborts)
+{
+    char *p = pool_malloc(48);
+    pool_free(p + 16);
+}
+END_TEST
+
+/* Debug builds: a child dies at a crash point holding a class lock; the
+ * next process to use the class repairs it. */
+START_TEST(test_crash_point_kills_and_repairs)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        setenv("SHMPOOL_CRASH", "central.fetch:3", 1);
+        if (pool_attach() != 0)
+            _exit(1);
+        for (int i = 0; i < 100; i++)
+            pool_malloc(96);
+        _exit(2);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "child status %#x", status);
+    ck_assert_int_eq(pool_attach(), 0);
+    void *p = pool_malloc(96);
+    ck_assert(pool_owns(p));
+    ck_assert_uint_eq(pool_arena_.lockstats[1 + pool_sizeclass_of(96)].recoveries, 1);
+    pool_free(p);
+    /* The dead child's slot is still taken: its (empty) cache is checked. */
+    pool_test_assert_consistent();
+}
+END_TEST
+
+Suite *make_tcache_suite(void)
+{
+    Suite *s = suite_create("tcache");
+    TCase *tc = tcase_create("bins");
+    tcase_add_checked_fixture(tc, pool_test_create_attach, pool_test_destroy);
+    tcase_add_test(tc, test_slow_start);
+    tcase_add_test(tc, test_watermark_releases_a_batch);
+    tcase_add_test(tc, test_random_sizes_keep_content);
+    tcase_add_test(tc, test_calloc_and_realloc);
+    tcase_add_test(tc, test_thread_exit_returns_slot);
+    tcase_add_test(tc, test_fork_child_detaches);
+    tcase_add_test(tc, test_stats_json);
+    tcase_set_timeout(tc, 30);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("misuse");
+    tcase_add_checked_fixture(tc, pool_test_create_attach, pool_test_destroy);
+    tcase_add_test_raise_signal(tc, test_double_free_aborts, SIGABRT);
+    tcase_add_test_raise_signal(tc, test_invalid_free_aborts, SIGABRT);
+    if (POOL_CONFIG_DEBUG > 0)
+        tcase_add_test_raise_signal(tc, test_interior_free_aborts, SIGABRT);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("crash");
+    tcase_add_checked_fixture(tc, pool_test_create, pool_test_destroy);
+    if (POOL_CONFIG_DEBUG > 0 && !POOL_CONFIG_SPINLOCK)
+        tcase_add_test(tc, test_crash_point_kills_and_repairs);
+    tcase_set_timeout(tc, 20);
+    suite_add_tcase(s, tc);
+    return s;
+}
