@@ -1,0 +1,278 @@
+/* Unit tests of the framing: finding a head, the RFC 9112 rules poold adds
+ * on top of http-parser (each with its status), the chunked decoder, and
+ * the response heads. */
+#include "config.h"
+
+#include <string.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+
+#include "check_poold.h"
+#include "poold.h"
+
+static const pd_limits_t lim = {8192, 1 << 20};
+static pd_request_t req;
+static http_parser parser;
+
+static int parse_lim(const char *head, const pd_limits_t *l)
+{
+    return pd_http_parse_head(&req, &parser, head, strlen(head), l);
+}
+
+static int parse(const char *head)
+{
+    return parse_lim(head, &lim);
+}
+
+START_TEST(test_find_head)
+{
+    const char *r = "GET / HTTP/1.1\r\nHost: a\r\n\r\nGET /2";
+    size_t scanned = 0;
+
+    ck_assert_uint_eq(pd_http_find_head(r, strlen(r), &scanned), 27);
+    scanned = 0;
+    ck_assert_uint_eq(pd_http_find_head(r, 10, &scanned), 0);
+    ck_assert_uint_eq(scanned, 10);
+    /* Growing one byte at a time finds the end exactly once it arrives. */
+    scanned = 0;
+    for (size_t n = 1; n < 27; n++)
+        ck_assert_uint_eq(pd_http_find_head(r, n, &scanned), 0);
+    ck_assert_uint_eq(pd_http_find_head(r, 27, &scanned), 27);
+}
+END_TEST
+
+START_TEST(test_parse_good)
+{
+    ck_assert_int_eq(parse("GET /plaintext?x=1 HTTP/1.1\r\nHost: a\r\nX-Long:  v v  \r\n\r\n"), 0);
+    ck_assert_int_eq(req.method, HTTP_GET);
+    ck_assert_int_eq(req.version_minor, 1);
+    ck_assert_uint_eq(req.path_len, 10);
+    ck_assert(memcmp(req.path, "/plaintext", 10) == 0);
+    ck_assert_uint_eq(req.target_len, 14);
+    ck_assert(req.keep_alive);
+    ck_assert(!req.chunked);
+    ck_assert_uint_eq(req.content_length, 0);
+    ck_assert_uint_eq(req.nheaders, 2);
+    ck_assert_uint_eq(req.headers[0].nlen, 4);
+    ck_assert(memcmp(req.headers[0].name, "Host", 4) == 0);
+    ck_assert_uint_eq(req.headers[1].vlen, 3);     /* OWS trimmed both sides */
+    ck_assert(memcmp(req.headers[1].value, "v v", 3) == 0);
+
+    ck_assert_int_eq(parse("HEAD / HTTP/1.0\r\n\r\n"), 0);
+    ck_assert_int_eq(req.method, HTTP_HEAD);
+    ck_assert_int_eq(req.version_minor, 0);
+    ck_assert(!req.keep_alive);
+
+    ck_assert_int_eq(parse("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n"), 0);
+    ck_assert(req.keep_alive);
+    ck_assert_int_eq(parse("GET / HTTP/1.1\r\nHost: a\r\nConnection: foo, close\r\n\r\n"), 0);
+    ck_assert(!req.keep_alive);
+
+    ck_assert_int_eq(parse("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 42\r\n"
+                           "Expect: 100-continue\r\n\r\n"), 0);
+    ck_assert_uint_eq(req.content_length, 42);
+    ck_assert(req.expect_continue);
+    ck_assert_int_eq(parse("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: Chunked\r\n\r\n"), 0);
+    ck_assert(req.chunked);
+
+    ck_assert_int_eq(parse("GET http://example.test/stats?a HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+    ck_assert_uint_eq(req.path_len, 6);
+    ck_assert(memcmp(req.path, "/stats", 6) == 0);
+    ck_assert_int_eq(parse("GET http://example.test HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+    ck_assert_uint_eq(req.path_len, 1);
+}
+END_TEST
+
+/* Each malformed head and the status poold answers it with. */
+static const struct {
+    const char *head;
+    int status;
+} bad[] = {
+    {"GET / HTXP/1.0\r\n\r\n", 400},
+    {"GET / HTXP/1.1\r\nHost: a\r\n\r\n", 400},
+    {"GET / HTTP/2.7\r\nHost: a\r\n\r\n", 505},
+    {"GET / HTTP/1.2\r\nHost: a\r\n\r\n", 505},
+    {"GET / HTTP/0.9\r\nHost: a\r\n\r\n", 505},
+    {"GET / HTTP/1.10\r\nHost: a\r\n\r\n", 400},
+    {"GET / HTTP/1.1 \r\nHost: a\r\n\r\n", 400},
+    {"GET  / HTTP/1.1\r\nHost: a\r\n\r\n", 400},
+    {"GET /a b HTTP/1.1\r\nHost: a\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400},
+    {"GET / HTTP/1.0\r\nHost: a\r\nhost: a\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: a\r\nX-Foo : bar\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: a\r\n: bar\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: a\r\nX-Foo: bar\r\n folded\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: a\r\nX-Foo: b\x01r\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: a\nX-Foo: bar\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: a\r\nX-Foo: b\rar\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 12a\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999999\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, chunked\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501},
+    {"GET / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1048577\r\n\r\n", 413},
+    {"GET / HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\n\r\n", 417},
+    {"FOO / HTTP/1.1\r\nHost: a\r\n\r\n", 501},
+    {"GET foo HTTP/1.1\r\nHost: a\r\n\r\n", 400},
+    {"\x01\x02garbage\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: a\r\nX: \x7f\r\n\r\n", 400},
+};
+
+START_TEST(test_parse_bad)
+{
+    ck_assert_msg(parse(bad[_i].head) == bad[_i].status, "case %d: got %d, want %d", _i,
+                  parse(bad[_i].head), bad[_i].status);
+}
+END_TEST
+
+START_TEST(test_parse_limits)
+{
+    char head[12000];
+    pd_limits_t small = {256, 10};
+    size_t n;
+
+    /* Exactly at the limit passes, one byte over is 431. */
+    strcpy(head, "GET / HTTP/1.1\r\nHost: a\r\nX: ");
+    n = strlen(head);
+    memset(head + n, 'a', 256 - n - 4);
+    strcpy(head + 256 - 4, "\r\n\r\n");
+    ck_assert_uint_eq(strlen(head), 256);
+    ck_assert_int_eq(parse_lim(head, &small), 0);
+    memmove(head + 30, head + 29, strlen(head + 29) + 1);
+    ck_assert_int_eq(parse_lim(head, &small), 431);
+
+    ck_assert_int_eq(parse_lim("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n", &small), 0);
+    ck_assert_int_eq(parse_lim("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 11\r\n\r\n", &small), 413);
+
+    /* PD_MAX_HEADERS fields pass, one more is 431. */
+    strcpy(head, "GET / HTTP/1.1\r\nHost: a\r\n");
+    for (int i = 1; i < PD_MAX_HEADERS; i++)
+        strcat(head, "X: y\r\n");
+    strcat(head, "\r\n");
+    ck_assert_int_eq(parse(head), 0);
+    ck_assert_uint_eq(req.nheaders, PD_MAX_HEADERS);
+    head[strlen(head) - 2] = '\0';
+    strcat(head, "X: y\r\n\r\n");
+    ck_assert_int_eq(parse(head), 431);
+}
+END_TEST
+
+/* Feed a whole body in pieces of `step` bytes. */
+static int chunked(const char *body, size_t step, uint64_t max, size_t *used)
+{
+    pd_chunked_t ck;
+    size_t len = strlen(body), off = 0;
+    int status = 0;
+
+    memset(&ck, 0, sizeof(ck));
+    while (off < len && status == 0) {
+        size_t n = len - off < step ? len - off : step;
+
+        off += pd_chunked_feed(&ck, body + off, n, max, 1024, &status);
+    }
+    *used = off;
+    return status;
+}
+
+START_TEST(test_chunked)
+{
+    static const char good[] = "5\r\nhello\r\n1a;ext=1\r\nabcdefghijklmnopqrstuvwxyz\r\n"
+                               "0\r\nTrailer: x\r\n\r\nGET /next";
+    size_t used;
+
+    for (size_t step = 1; step <= sizeof(good); step++) {
+        ck_assert_int_eq(chunked(good, step, 1 << 20, &used), 200);
+        ck_assert_uint_eq(used, sizeof(good) - 1 - strlen("GET /next"));
+    }
+    ck_assert_int_eq(chunked("0\r\n\r\n", 1, 0, &used), 200);
+    ck_assert_int_eq(chunked("5\r\nhelloXX0\r\n\r\n", 100, 1 << 20, &used), 400);
+    ck_assert_int_eq(chunked("5\r\nhello\n0\r\n\r\n", 100, 1 << 20, &used), 400);
+    ck_assert_int_eq(chunked("g\r\n", 100, 1 << 20, &used), 400);
+    ck_assert_int_eq(chunked("\r\n", 100, 1 << 20, &used), 400);
+    ck_assert_int_eq(chunked("5\n", 100, 1 << 20, &used), 400);
+    ck_assert_int_eq(chunked("ffffffffffffffffff\r\n", 100, 1 << 20, &used), 400);
+    ck_assert_int_eq(chunked("0\r\nbad trailer\r\n\r\n", 100, 1 << 20, &used), 400);
+    ck_assert_int_eq(chunked("0\r\nbad : trailer\r\n\r\n", 100, 1 << 20, &used), 400);
+    ck_assert_int_eq(chunked("0\r\n\rX", 100, 1 << 20, &used), 400);
+    ck_assert_int_eq(chunked("6\r\nhello!\r\n5\r\n", 100, 10, &used), 413);
+    ck_assert_int_eq(chunked("5\r\nhello\r\n5\r\nworld\r\n0\r\n\r\n", 3, 10, &used), 200);
+}
+END_TEST
+
+START_TEST(test_write_head)
+{
+    struct evbuffer *out = evbuffer_new();
+    char buf[1024];
+    size_t n;
+
+    pd_http_date_update(784111777);     /* RFC 9110's example date */
+    ck_assert_str_eq(pd_http_date(), "Sun, 06 Nov 1994 08:49:37 GMT");
+
+    ck_assert_int_eq(pd_http_write_head(out, 200, "text/plain", 13, true, false, false), PD_OK);
+    n = evbuffer_remove(out, buf, sizeof(buf) - 1);
+    buf[n] = '\0';
+    ck_assert_str_eq(buf, "HTTP/1.1 200 OK\r\nServer: poold\r\n"
+                          "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+                          "Content-Type: text/plain\r\nContent-Length: 13\r\n\r\n");
+
+    ck_assert_int_eq(pd_http_write_head(out, 404, NULL, 0, true, true, false), PD_OK);
+    n = evbuffer_remove(out, buf, sizeof(buf) - 1);
+    buf[n] = '\0';
+    ck_assert_ptr_nonnull(strstr(buf, "HTTP/1.1 404 Not Found\r\n"));
+    ck_assert_ptr_null(strstr(buf, "Content-Type"));
+    ck_assert_ptr_nonnull(strstr(buf, "\r\nConnection: keep-alive\r\n\r\n"));
+
+    ck_assert_int_eq(pd_http_write_head(out, 405, "text/plain", 1, false, false, true), PD_OK);
+    n = evbuffer_remove(out, buf, sizeof(buf) - 1);
+    buf[n] = '\0';
+    ck_assert_ptr_nonnull(strstr(buf, "\r\nConnection: close\r\n"));
+    ck_assert_ptr_null(strstr(buf, "\r\n\r\n"));   /* left open for more lines */
+
+    ck_assert_int_eq(pd_http_write_error(out, 431, false, false), PD_OK);
+    n = evbuffer_remove(out, buf, sizeof(buf) - 1);
+    buf[n] = '\0';
+    ck_assert_ptr_nonnull(strstr(buf, "HTTP/1.1 431 Request Header Fields Too Large\r\n"));
+    ck_assert_ptr_nonnull(strstr(buf, "\r\nConnection: close\r\n"));
+    ck_assert_ptr_nonnull(strstr(buf, "\r\n\r\n431 Request Header Fields Too Large\n"));
+
+    ck_assert_int_eq(pd_http_write_error(out, 400, true, false), PD_OK);
+    n = evbuffer_remove(out, buf, sizeof(buf) - 1);
+    buf[n] = '\0';
+    ck_assert_str_eq(strstr(buf, "\r\n\r\n"), "\r\n\r\n");   /* HEAD: no body */
+    evbuffer_free(out);
+}
+END_TEST
+
+START_TEST(test_reasons)
+{
+    static const int codes[] = {100, 200, 400, 404, 405, 408, 413, 417, 431, 500, 501, 505};
+
+    for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
+        ck_assert_str_ne(pd_http_reason(codes[i]), "Unknown");
+    ck_assert_str_eq(pd_http_reason(299), "Unknown");
+}
+END_TEST
+
+Suite *make_http_suite(void)
+{
+    Suite *s = suite_create("http");
+    TCase *tc = tcase_create("framing");
+
+    tcase_set_timeout(tc, 10);
+    tcase_add_test(tc, test_find_head);
+    tcase_add_test(tc, test_parse_good);
+    tcase_add_loop_test(tc, test_parse_bad, 0, (int)(sizeof(bad) / sizeof(bad[0])));
+    tcase_add_test(tc, test_parse_limits);
+    tcase_add_test(tc, test_chunked);
+    tcase_add_test(tc, test_write_head);
+    tcase_add_test(tc, test_reasons);
+    suite_add_tcase(s, tc);
+    return s;
+}

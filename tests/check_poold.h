@@ -1,0 +1,12 @@
+/* poold's Check suites and the helpers the end-to-end suites share. */
+#ifndef CHECK_POOLD_H
+#define CHECK_POOLD_H
+
+#include <check.h>
+
+Suite *make_config_suite(void);
+Suite *make_http_suite(void);
+Suite *make_routes_suite(void);
+Suite *make_e2e_suite(void);
+
+#endif

@@ -1,0 +1,245 @@
+/* Unit tests of route dispatch and of /heavy's allocation contract. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+
+#include "check_poold.h"
+#include "poold.h"
+
+/* Count the process's real heap allocations while `counting` is set: this
+ * binary's malloc and calloc wrap glibc's, so the count covers every call
+ * /heavy makes, not just the ones it reports. */
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t size);
+static volatile bool counting;
+static unsigned counted;
+
+void *malloc(size_t n)
+{
+    if (counting)
+        counted++;
+    return __libc_malloc(n);
+}
+
+void *calloc(size_t n, size_t size)
+{
+    if (counting)
+        counted++;
+    return __libc_calloc(n, size);
+}
+
+static const pd_limits_t lim = {65536, 1 << 20};
+static const pd_route_ctx_t ctx = {3, 4242, true};
+static pd_request_t req;
+static http_parser parser;
+static char resp[70000];
+
+/* Parse head, dispatch it, and leave the response NUL-terminated in resp. */
+static int dispatch(const char *head)
+{
+    struct evbuffer *out = evbuffer_new();
+    int status;
+    size_t n;
+
+    ck_assert_int_eq(pd_http_parse_head(&req, &parser, head, strlen(head), &lim), 0);
+    status = pd_route_dispatch(&req, &ctx, out);
+    n = evbuffer_remove(out, resp, sizeof(resp) - 1);
+    resp[n] = '\0';
+    ck_assert_uint_eq(evbuffer_get_length(out), 0);
+    evbuffer_free(out);
+    return status;
+}
+
+static const char *body(void)
+{
+    const char *b = strstr(resp, "\r\n\r\n");
+
+    ck_assert_ptr_nonnull(b);
+    return b + 4;
+}
+
+static long content_length(void)
+{
+    const char *cl = strstr(resp, "\r\nContent-Length: ");
+
+    ck_assert_ptr_nonnull(cl);
+    return strtol(cl + 18, NULL, 10);
+}
+
+START_TEST(test_root)
+{
+    char want[128];
+
+    ck_assert_int_eq(dispatch("GET / HTTP/1.1\r\nHost: a\r\n\r\n"), 200);
+    snprintf(want, sizeof(want), "{\"allocator\":\"%s\",\"worker\":3,\"pid\":4242}",
+             pd_alloc_name());
+    ck_assert_str_eq(body(), want);
+    ck_assert_int_eq(content_length(), (long)strlen(want));
+    ck_assert_ptr_nonnull(strstr(resp, "Content-Type: application/json\r\n"));
+}
+END_TEST
+
+START_TEST(test_plaintext)
+{
+    ck_assert_int_eq(dispatch("GET /plaintext?x=1&y HTTP/1.1\r\nHost: a\r\n\r\n"), 200);
+    ck_assert_str_eq(body(), "Hello, World!");
+    ck_assert_int_eq(content_length(), 13);
+    ck_assert_ptr_nonnull(strstr(resp, "Content-Type: text/plain\r\n"));
+    ck_assert_ptr_null(strstr(resp, "Connection:"));
+}
+END_TEST
+
+START_TEST(test_head)
+{
+    ck_assert_int_eq(dispatch("HEAD /plaintext HTTP/1.1\r\nHost: a\r\n\r\n"), 200);
+    ck_assert_str_eq(body(), "");
+    ck_assert_int_eq(content_length(), 13);
+    ck_assert_int_eq(dispatch("HEAD /heavy HTTP/1.1\r\nHost: a\r\n\r\n"), 200);
+    ck_assert_str_eq(body(), "");
+    ck_assert_int_gt(content_length(), 0);
+}
+END_TEST
+
+START_TEST(test_not_found)
+{
+    ck_assert_int_eq(dispatch("GET /nope HTTP/1.1\r\nHost: a\r\n\r\n"), 404);
+    ck_assert_str_eq(body(), "404 Not Found\n");
+    ck_assert_int_eq(dispatch("GET /plaintext/ HTTP/1.1\r\nHost: a\r\n\r\n"), 404);
+    ck_assert_int_eq(dispatch("POST /nope HTTP/1.1\r\nHost: a\r\n\r\n"), 404);
+    ck_assert_int_eq(dispatch("OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n"), 404);
+}
+END_TEST
+
+START_TEST(test_method_not_allowed)
+{
+    static const char *const heads[] = {
+        "POST / HTTP/1.1\r\nHost: a\r\n\r\n",
+        "PUT /plaintext HTTP/1.1\r\nHost: a\r\n\r\n",
+        "DELETE /stats HTTP/1.1\r\nHost: a\r\n\r\n",
+        "OPTIONS /heavy HTTP/1.1\r\nHost: a\r\n\r\n",
+    };
+
+    for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++) {
+        ck_assert_int_eq(dispatch(heads[i]), 405);
+        ck_assert_ptr_nonnull(strstr(resp, "\r\nAllow: GET, HEAD\r\n"));
+        ck_assert_str_eq(body(), "405 Method Not Allowed\n");
+        ck_assert_int_eq(content_length(), (long)strlen(body()));
+    }
+}
+END_TEST
+
+START_TEST(test_keep_alive_headers)
+{
+    ck_assert_int_eq(dispatch("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"), 200);
+    ck_assert_ptr_nonnull(strstr(resp, "\r\nConnection: keep-alive\r\n"));
+}
+END_TEST
+
+START_TEST(test_stats)
+{
+    ck_assert_int_eq(pd_stats_create(2), PD_OK);
+    pd_stats_begin(0, 111);
+    pd_stats_begin(1, 222);
+    pd_stat_add(&pd_stats_slot(1)->xrequests, 5);
+    pd_stat_add(&pd_stats_slot(1)->xbytes_in, 7);
+    ck_assert_int_eq(dispatch("GET /stats HTTP/1.1\r\nHost: a\r\n\r\n"), 200);
+    ck_assert_ptr_nonnull(strstr(body(), "{\"workers\":[{\"index\":0,\"pid\":111,\"requests\":0,"
+                                         "\"connections\":0,\"bytes_in\":0,\"bytes_out\":0},"
+                                         "{\"index\":1,\"pid\":222,\"requests\":5,"
+                                         "\"connections\":0,\"bytes_in\":7,\"bytes_out\":0}],"
+                                         "\"allocator\":{"));
+    ck_assert_int_eq(content_length(), (long)strlen(body()));
+    ck_assert_int_eq(body()[strlen(body()) - 1], '}');
+    pd_stats_end(1);
+    ck_assert_int_eq(dispatch("GET /stats HTTP/1.1\r\nHost: a\r\n\r\n"), 200);
+    ck_assert_ptr_nonnull(strstr(body(), "{\"index\":1,\"pid\":0,"));
+}
+END_TEST
+
+/* /heavy's allocation count is the documented formula for any number of
+ * request fields; its output is the same every time. */
+START_TEST(test_heavy_allocs)
+{
+    static const unsigned counts[] = {0, 1, 5, 40, PD_MAX_HEADERS - 1};
+
+    for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+        static char head[16384];
+        struct evbuffer *a = evbuffer_new(), *b = evbuffer_new();
+        unsigned allocs = 0;
+
+        strcpy(head, "GET /heavy HTTP/1.1\r\nHost: a\r\n");
+        for (unsigned i = 0; i < counts[k]; i++)
+            snprintf(head + strlen(head), sizeof(head) - strlen(head),
+                     "X-Field-%u: value number %u of the test\r\n", i, i);
+        strcat(head, "\r\n");
+        ck_assert_int_eq(pd_http_parse_head(&req, &parser, head, strlen(head), &lim), 0);
+        ck_assert_int_eq(pd_route_heavy(&req, &ctx, a, &allocs), PD_OK);
+        ck_assert_uint_eq(allocs, PD_HEAVY_ALLOCS(counts[k] + 1));
+        ck_assert_uint_eq(allocs, 3 * (counts[k] + 1) + 92);
+        ck_assert_int_eq(pd_route_heavy(&req, &ctx, b, &allocs), PD_OK);
+        ck_assert_uint_eq(evbuffer_get_length(a), evbuffer_get_length(b));
+        ck_assert(memcmp(evbuffer_pullup(a, -1), evbuffer_pullup(b, -1),
+                         evbuffer_get_length(a)) == 0);
+        evbuffer_free(a);
+        evbuffer_free(b);
+    }
+}
+END_TEST
+
+START_TEST(test_heavy_real_allocs)
+{
+    static const char head[] = "GET /heavy HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\n\r\n";
+    struct evbuffer *out = evbuffer_new();
+    unsigned allocs = 0;
+    int rc;
+
+    /* Room in advance, so that libevent's own buffer growth is not counted. */
+    ck_assert_int_eq(evbuffer_expand(out, 65536), 0);
+    ck_assert_int_eq(pd_http_parse_head(&req, &parser, head, strlen(head), &lim), 0);
+    counted = 0;
+    counting = true;
+    rc = pd_route_heavy(&req, &ctx, out, &allocs);
+    counting = false;   /* before any ck_assert: Check allocates to record */
+    ck_assert_int_eq(rc, PD_OK);
+    ck_assert_uint_eq(counted, PD_HEAVY_ALLOCS(3));
+    ck_assert_uint_eq(allocs, counted);
+    evbuffer_free(out);
+}
+END_TEST
+
+START_TEST(test_heavy_output)
+{
+    char line[16];
+
+    ck_assert_int_eq(dispatch("GET /heavy HTTP/1.1\r\nHost: a\r\nX-Test: hello\r\n\r\n"), 200);
+    for (int i = 0; i < PD_HEAVY_LINES; i++) {
+        snprintf(line, sizeof(line), "\r\nX-Heavy-%02d: ", i);
+        ck_assert_ptr_nonnull(strstr(resp, line));
+    }
+    ck_assert_str_eq(body(), "Host: a\nX-Test: hello\n");
+    ck_assert_int_eq(content_length(), (long)strlen(body()));
+}
+END_TEST
+
+Suite *make_routes_suite(void)
+{
+    Suite *s = suite_create("routes");
+    TCase *tc = tcase_create("dispatch");
+
+    tcase_set_timeout(tc, 10);
+    tcase_add_test(tc, test_root);
+    tcase_add_test(tc, test_plaintext);
+    tcase_add_test(tc, test_head);
+    tcase_add_test(tc, test_not_found);
+    tcase_add_test(tc, test_method_not_allowed);
+    tcase_add_test(tc, test_keep_alive_headers);
+    tcase_add_test(tc, test_stats);
+    tcase_add_test(tc, test_heavy_allocs);
+    tcase_add_test(tc, test_heavy_real_allocs);
+    tcase_add_test(tc, test_heavy_output);
+    suite_add_tcase(s, tc);
+    return s;
+}
