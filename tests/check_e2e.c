@@ -1,3 +1,1037 @@
+/* End-to-end tests: the real poold ($POOLD) with -w 2 on an ephemeral
+ * loopback port, spoken to over raw sockets.  Each test starts its own
+ * server (Check kills the test's process group afterwards, so a failing
+ * test leaves nothing behind), reads the start-up line from its stderr for
+ * the port and the worker pids, and bounds every wait by a deadline.
+ * Nothing here assumes the allocator: it is read from the start-up line. */
 #include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
 #include "check_poold.h"
-Suite *make_e2e_suite(void) { return suite_create("e2e"); }
+
+/* ======================================================================== */
+/* Time                                                                      */
+/* ======================================================================== */
+
+static long now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* ======================================================================== */
+/* The server                                                                */
+/* ======================================================================== */
+
+typedef struct srv_s {
+    pid_t pid;
+    int port;
+    int nworkers;
+    pid_t workers[8];
+    char allocator[32];
+    char log[64];       /* its stderr */
+} srv_t;
+
+static const char *poold_path(void)
+{
+    const char *p = getenv("POOLD");
+
+    ck_assert_msg(p != NULL && *p != '\0', "POOLD is not set (run through make check)");
+    return p;
+}
+
+/* Everything the server has logged so far, NUL-terminated (static). */
+static const char *srv_log(const srv_t *s)
+{
+    static char buf[65536];
+    int fd = open(s->log, O_RDONLY);
+    ssize_t n;
+
+    ck_assert_int_ge(fd, 0);
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    buf[n < 0 ? 0 : n] = '\0';
+    return buf;
+}
+
+/* Run poold with argv (NULL-terminated, without the program name); stdout
+ * and stderr go to files named in out/err.  Returns the pid. */
+static pid_t spawn(char *const *args, const char *out, const char *err)
+{
+    char *argv[32];
+    int argc = 0;
+    pid_t pid;
+
+    argv[argc++] = (char *)poold_path();
+    while (*args != NULL && argc < 31)
+        argv[argc++] = *args++;
+    argv[argc] = NULL;
+    /* Created here, so that the parent can read them at once. */
+    close(open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600));
+    close(open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600));
+    pid = fork();
+    if (pid == 0) {
+        /* No ck_assert in the child: it would report into the test's pipe. */
+        int o = open(out, O_WRONLY | O_APPEND);
+        int e = open(err, O_WRONLY | O_APPEND);
+
+        if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
+            _exit(127);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    ck_assert_int_gt(pid, 0);
+    return pid;
+}
+
+/* Wait up to ms for pid to exit; returns its wait status or -1. */
+static int wait_exit(pid_t pid, long ms)
+{
+    long end = now_ms() + ms;
+    int status;
+
+    do {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+
+        if (r == pid)
+            return status;
+        sleep_ms(10);
+    } while (now_ms() < end);
+    return -1;
+}
+
+/* Start poold -w <workers> -p 0 plus the given options (NULL-terminated)
+ * and wait for its start-up line. */
+static void srv_start(srv_t *s, const char *workers, ...)
+{
+    char *args[32] = {"-w", (char *)workers, "-p", "0"};
+    int argc = 4;
+    const char *line;
+    const char *p;
+    va_list ap;
+    long end;
+
+    va_start(ap, workers);
+    while (argc < 31 && (args[argc] = va_arg(ap, char *)) != NULL)
+        argc++;
+    va_end(ap);
+    args[argc] = NULL;
+    memset(s, 0, sizeof(*s));
+    snprintf(s->log, sizeof(s->log), "/tmp/poold-e2e-%d.log", (int)getpid());
+    s->pid = spawn(args, "/dev/null", s->log);
+
+    /* The line is written with one write(2): once seen, it is whole. */
+    end = now_ms() + 5000;
+    while ((line = strstr(srv_log(s), "info: started ")) == NULL) {
+        ck_assert_msg(now_ms() < end, "no start-up line within 5 s: %s", srv_log(s));
+        ck_assert_msg(waitpid(s->pid, NULL, WNOHANG) == 0, "poold exited: %s", srv_log(s));
+        sleep_ms(10);
+    }
+
+    p = strstr(line, "allocator=");
+    ck_assert_ptr_nonnull(p);
+    ck_assert_int_eq(sscanf(p, "allocator=%31s", s->allocator), 1);
+    p = strstr(line, "workers=");
+    ck_assert_ptr_nonnull(p);
+    ck_assert_int_eq(sscanf(p, "workers=%d", &s->nworkers), 1);
+    ck_assert_int_le(s->nworkers, 8);
+    p = strstr(line, "pids=");
+    ck_assert_ptr_nonnull(p);
+    p += 5;
+    for (int i = 0; i < s->nworkers; i++) {
+        int pid;
+
+        ck_assert_int_eq(sscanf(p, "%d", &pid), 1);
+        s->workers[i] = pid;
+        p = strchr(p, i + 1 < s->nworkers ? ',' : ' ') + 1;
+    }
+    p = strstr(line, "listen=127.0.0.1:");
+    ck_assert_ptr_nonnull(p);
+    ck_assert_int_eq(sscanf(p, "listen=127.0.0.1:%d", &s->port), 1);
+    ck_assert_int_gt(s->port, 0);
+}
+
+/* SIGTERM; the master must exit 0 within 5 s.  Returns the wait status. */
+static int srv_stop(srv_t *s)
+{
+    int status;
+
+    kill(s->pid, SIGTERM);
+    status = wait_exit(s->pid, 5000);
+    if (status == -1)
+        kill(s->pid, SIGKILL);
+    unlink(s->log);
+    ck_assert_msg(status != -1, "poold did not exit within 5 s of SIGTERM");
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "poold ended with wait status %d", status);
+    return status;
+}
+
+/* ======================================================================== */
+/* A raw client                                                              */
+/* ======================================================================== */
+
+typedef struct cl_s {
+    int fd;
+    size_t len;             /* bytes in buf not yet taken */
+    char buf[262144];
+} cl_t;
+
+typedef struct resp_s {
+    int status;
+    char head[8192];        /* status line and fields, NUL-terminated */
+    char body[65536];       /* NUL-terminated */
+    size_t body_len;
+} resp_t;
+
+static cl_t *cl_open(int port)
+{
+    cl_t *c = calloc(1, sizeof(*c));
+    struct sockaddr_in sin;
+
+    ck_assert_ptr_nonnull(c);
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_port = htons((uint16_t)port);
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    c->fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(c->fd, 0);
+    ck_assert_msg(connect(c->fd, (struct sockaddr *)&sin, sizeof(sin)) == 0,
+                  "connect: %s", strerror(errno));
+    return c;
+}
+
+static void cl_close(cl_t *c)
+{
+    close(c->fd);
+    free(c);
+}
+
+static void cl_send(cl_t *c, const char *data, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = send(c->fd, data, len, MSG_NOSIGNAL);
+
+        ck_assert_msg(n > 0, "send: %s", strerror(errno));
+        data += n;
+        len -= (size_t)n;
+    }
+}
+
+static void cl_sends(cl_t *c, const char *s)
+{
+    cl_send(c, s, strlen(s));
+}
+
+/* Read more into c->buf within ms.  Returns bytes read, 0 on EOF, -1 on
+ * timeout, -2 on a reset. */
+static ssize_t cl_fill(cl_t *c, long ms)
+{
+    struct pollfd pfd = {c->fd, POLLIN, 0};
+    ssize_t n;
+
+    ck_assert_uint_lt(c->len, sizeof(c->buf));
+    if (poll(&pfd, 1, (int)(ms < 0 ? 0 : ms)) <= 0)
+        return -1;
+    n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - c->len, 0);
+    if (n < 0)
+        return errno == ECONNRESET ? -2 : -1;
+    c->len += (size_t)n;
+    return n;
+}
+
+/* True when the server closes the connection within ms (after whatever it
+ * still sends). */
+static bool cl_closed_within(cl_t *c, long ms)
+{
+    long end = now_ms() + ms;
+
+    for (;;) {
+        ssize_t n = cl_fill(c, end - now_ms());
+
+        if (n == 0 || n == -2)
+            return true;
+        if (n == -1)
+            return false;
+        c->len = 0;
+    }
+}
+
+/* Read one response within ms.  head_req: the request was HEAD (no body
+ * whatever Content-Length says). */
+static void cl_response(cl_t *c, resp_t *r, bool head_req, long ms)
+{
+    long end = now_ms() + ms;
+    char *eoh;
+    size_t hlen, need;
+    long clen = 0;
+    const char *cl;
+
+    memset(r, 0, offsetof(resp_t, body) + 1);
+    while ((eoh = memmem(c->buf, c->len, "\r\n\r\n", 4)) == NULL) {
+        ssize_t n = cl_fill(c, end - now_ms());
+
+        ck_assert_msg(n > 0, "no complete response head (%zd), have %zu bytes: %.*s", n,
+                      c->len, (int)c->len, c->buf);
+    }
+    hlen = (size_t)(eoh - c->buf) + 4;
+    ck_assert_uint_lt(hlen, sizeof(r->head));
+    memcpy(r->head, c->buf, hlen);
+    r->head[hlen] = '\0';
+    ck_assert_int_eq(sscanf(r->head, "HTTP/1.1 %d ", &r->status), 1);
+    cl = strcasestr(r->head, "\r\nContent-Length: ");
+    if (cl != NULL)
+        clen = strtol(cl + 18, NULL, 10);
+    else
+        ck_assert_int_eq(r->status, 100);
+    need = hlen + (head_req ? 0 : (size_t)clen);
+    while (c->len < need) {
+        ssize_t n = cl_fill(c, end - now_ms());
+
+        ck_assert_msg(n > 0, "response body cut short");
+    }
+    r->body_len = need - hlen;
+    ck_assert_uint_lt(r->body_len, sizeof(r->body));
+    memcpy(r->body, c->buf + hlen, r->body_len);
+    r->body[r->body_len] = '\0';
+    memmove(c->buf, c->buf + need, c->len - need);
+    c->len -= need;
+}
+
+/* One request on a new connection; returns the response in *r. */
+static void get(const srv_t *s, const char *request, resp_t *r)
+{
+    cl_t *c = cl_open(s->port);
+
+    cl_sends(c, request);
+    cl_response(c, r, strncmp(request, "HEAD ", 5) == 0, 3000);
+    cl_close(c);
+}
+
+static bool has_header(const resp_t *r, const char *line)
+{
+    char want[256];
+
+    snprintf(want, sizeof(want), "\r\n%s\r\n", line);
+    return strcasestr(r->head, want) != NULL;
+}
+
+/* The worker pid a "/" response names. */
+static int root_pid(const resp_t *r)
+{
+    const char *p = strstr(r->body, "\"pid\":");
+
+    ck_assert_ptr_nonnull(p);
+    return atoi(p + 6);
+}
+
+/* ======================================================================== */
+/* Routes                                                                    */
+/* ======================================================================== */
+
+START_TEST(test_routes)
+{
+    srv_t s;
+    resp_t r;
+    char want[64];
+
+    srv_start(&s, "2", NULL);
+    ck_assert_int_eq(s.nworkers, 2);
+
+    get(&s, "GET / HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert(has_header(&r, "Content-Type: application/json"));
+    snprintf(want, sizeof(want), "{\"allocator\":\"%s\",\"worker\":", s.allocator);
+    ck_assert_msg(strncmp(r.body, want, strlen(want)) == 0, "%s", r.body);
+    ck_assert(root_pid(&r) == s.workers[0] || root_pid(&r) == s.workers[1]);
+    ck_assert_ptr_nonnull(strstr(r.head, "\r\nDate: "));
+    ck_assert_ptr_nonnull(strstr(r.head, " GMT\r\n"));
+
+    get(&s, "GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert(has_header(&r, "Content-Type: text/plain"));
+    ck_assert_str_eq(r.body, "Hello, World!");
+
+    get(&s, "GET /heavy HTTP/1.1\r\nHost: t\r\nX-Probe: 42\r\n\r\n", &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_ptr_nonnull(strstr(r.head, "\r\nX-Heavy-00: "));
+    ck_assert_ptr_nonnull(strstr(r.head, "\r\nX-Heavy-29: "));
+    ck_assert_str_eq(r.body, "Host: t\nX-Probe: 42\n");
+
+    get(&s, "GET /stats HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert(has_header(&r, "Content-Type: application/json"));
+    for (int i = 0; i < 2; i++) {
+        snprintf(want, sizeof(want), "{\"index\":%d,\"pid\":%d,", i, (int)s.workers[i]);
+        ck_assert_msg(strstr(r.body, want) != NULL, "%s missing in %s", want, r.body);
+    }
+    ck_assert_ptr_nonnull(strstr(r.body, "],\"allocator\":{"));
+
+    get(&s, "GET /plaintext?a=1&b=2 HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+    ck_assert_int_eq(r.status, 200);
+    get(&s, "GET /nope HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+    ck_assert_int_eq(r.status, 404);
+    get(&s, "GET /plaintext/ HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+    ck_assert_int_eq(r.status, 404);
+    srv_stop(&s);
+}
+END_TEST
+
+START_TEST(test_head_and_405)
+{
+    srv_t s;
+    resp_t r;
+    cl_t *c;
+
+    srv_start(&s, "2", NULL);
+    /* HEAD: the GET's head without the body; the connection stays usable. */
+    c = cl_open(s.port);
+    cl_sends(c, "HEAD /plaintext HTTP/1.1\r\nHost: t\r\n\r\n");
+    cl_response(c, &r, true, 3000);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert(has_header(&r, "Content-Length: 13"));
+    ck_assert_uint_eq(r.body_len, 0);
+    cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n");
+    cl_response(c, &r, false, 3000);
+    ck_assert_str_eq(r.body, "Hello, World!");
+    ck_assert_uint_eq(c->len, 0);   /* HEAD sent no stray body bytes */
+    cl_close(c);
+
+    get(&s, "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc", &r);
+    ck_assert_int_eq(r.status, 405);
+    ck_assert(has_header(&r, "Allow: GET, HEAD"));
+    get(&s, "DELETE /stats HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+    ck_assert_int_eq(r.status, 405);
+    ck_assert(has_header(&r, "Allow: GET, HEAD"));
+    srv_stop(&s);
+}
+END_TEST
+
+/* ======================================================================== */
+/* Pipelining, reassembly, keep-alive                                        */
+/* ======================================================================== */
+
+START_TEST(test_pipelined)
+{
+    srv_t s;
+    resp_t r;
+    cl_t *c;
+
+    srv_start(&s, "2", NULL);
+    c = cl_open(s.port);
+    cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n"
+                "GET /nope HTTP/1.1\r\nHost: t\r\n\r\n"
+                "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    cl_response(c, &r, false, 3000);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(r.body, "Hello, World!");
+    cl_response(c, &r, false, 3000);
+    ck_assert_int_eq(r.status, 404);
+    cl_response(c, &r, false, 3000);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_ptr_nonnull(strstr(r.body, "\"allocator\""));
+    cl_close(c);
+
+    /* Many more than fit in one read, all answered in order. */
+    c = cl_open(s.port);
+    {
+        static char burst[64 * 1024];
+        size_t n = 0;
+
+        for (int i = 0; i < 400; i++)
+            n += (size_t)snprintf(burst + n, sizeof(burst) - n,
+                                  "GET /%s HTTP/1.1\r\nHost: t\r\n\r\n",
+                                  i % 2 ? "plaintext" : "nope");
+        cl_send(c, burst, n);
+        for (int i = 0; i < 400; i++) {
+            cl_response(c, &r, false, 3000);
+            ck_assert_int_eq(r.status, i % 2 ? 200 : 404);
+        }
+    }
+    cl_close(c);
+    srv_stop(&s);
+}
+END_TEST
+
+START_TEST(test_byte_at_a_time)
+{
+    static const char req[] = "GET /heavy HTTP/1.1\r\nHost: t\r\nX-Slow: yes\r\n\r\n";
+    srv_t s;
+    resp_t r;
+    cl_t *c;
+    int one = 1;
+
+    srv_start(&s, "2", NULL);
+    c = cl_open(s.port);
+    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    for (size_t i = 0; i < sizeof(req) - 1; i++) {
+        cl_send(c, req + i, 1);
+        sleep_ms(2);
+    }
+    cl_response(c, &r, false, 3000);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(r.body, "Host: t\nX-Slow: yes\n");
+
+    /* A body split across writes, chunked, then the next request. */
+    cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nab");
+    sleep_ms(20);
+    cl_sends(c, "c\r\n0\r\n");
+    sleep_ms(20);
+    cl_sends(c, "\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    cl_response(c, &r, false, 3000);
+    ck_assert_str_eq(r.body, "Hello, World!");
+    cl_response(c, &r, false, 3000);
+    ck_assert_int_eq(r.status, 200);
+    cl_close(c);
+    srv_stop(&s);
+}
+END_TEST
+
+START_TEST(test_keep_alive)
+{
+    srv_t s;
+    resp_t r;
+    cl_t *c;
+
+    srv_start(&s, "2", NULL);
+    /* HTTP/1.1: persistent by default. */
+    c = cl_open(s.port);
+    for (int i = 0; i < 3; i++) {
+        cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n");
+        cl_response(c, &r, false, 3000);
+        ck_assert_int_eq(r.status, 200);
+        ck_assert_ptr_null(strcasestr(r.head, "\r\nConnection:"));
+    }
+    /* ... until Connection: close, which is honoured. */
+    cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    cl_response(c, &r, false, 3000);
+    ck_assert(has_header(&r, "Connection: close"));
+    ck_assert(cl_closed_within(c, 2000));
+    cl_close(c);
+
+    /* HTTP/1.0: closes by default. */
+    c = cl_open(s.port);
+    cl_sends(c, "GET /plaintext HTTP/1.0\r\n\r\n");
+    cl_response(c, &r, false, 3000);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert(has_header(&r, "Connection: close"));
+    ck_assert(cl_closed_within(c, 2000));
+    cl_close(c);
+
+    /* HTTP/1.0 with keep-alive stays open and says so. */
+    c = cl_open(s.port);
+    for (int i = 0; i < 2; i++) {
+        cl_sends(c, "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+        cl_response(c, &r, false, 3000);
+        ck_assert_int_eq(r.status, 200);
+        ck_assert(has_header(&r, "Connection: keep-alive"));
+    }
+    ck_assert(!cl_closed_within(c, 200));
+    cl_close(c);
+    srv_stop(&s);
+}
+END_TEST
+
+START_TEST(test_expect_continue)
+{
+    srv_t s;
+    resp_t r;
+    cl_t *c;
+
+    srv_start(&s, "2", NULL);
+    c = cl_open(s.port);
+    cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n"
+                "Expect: 100-continue\r\n\r\n");
+    cl_response(c, &r, false, 3000);
+    ck_assert_int_eq(r.status, 100);
+    ck_assert_str_eq(r.head, "HTTP/1.1 100 Continue\r\n\r\n");
+    ck_assert_uint_eq(c->len, 0);   /* nothing else before the body */
+    cl_sends(c, "hello");
+    cl_response(c, &r, false, 3000);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(r.body, "Hello, World!");
+    cl_close(c);
+    srv_stop(&s);
+}
+END_TEST
+
+/* ======================================================================== */
+/* Limits and malformed requests                                             */
+/* ======================================================================== */
+
+/* Send request on a new connection: the response must have `status` and
+ * the connection must then be closed by the server. */
+static void expect_reject(const srv_t *s, const char *request, size_t len, int status)
+{
+    cl_t *c = cl_open(s->port);
+    resp_t r;
+
+    cl_send(c, request, len);
+    cl_response(c, &r, false, 3000);
+    ck_assert_msg(r.status == status, "got %d, want %d for %.40s", r.status, status, request);
+    ck_assert(has_header(&r, "Connection: close"));
+    ck_assert_msg(cl_closed_within(c, 3000), "not closed after %d", status);
+    cl_close(c);
+}
+
+#define REJECT(s, req, status) expect_reject((s), (req), sizeof(req) - 1, (status))
+
+START_TEST(test_malformed)
+{
+    srv_t s;
+
+    srv_start(&s, "2", NULL);
+    REJECT(&s, "GET / HTXP/1.1\r\nHost: t\r\n\r\n", 400);
+    REJECT(&s, "GET / HTTP/2.7\r\nHost: t\r\n\r\n", 505);
+    REJECT(&s, "GET / HTTP/1.1\r\n\r\n", 400);
+    REJECT(&s, "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400);
+    REJECT(&s, "GET / HTTP/1.1\r\nHost: t\r\nX-Foo : bar\r\n\r\n", 400);
+    REJECT(&s, "GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n"
+               "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400);
+    REJECT(&s, "GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 3x\r\n\r\nabc", 400);
+    REJECT(&s, "GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd", 400);
+    REJECT(&s, "GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 184467440737095516160\r\n\r\n", 400);
+    REJECT(&s, "GET / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+               "3\r\nabcXY0\r\n\r\n", 400);
+    REJECT(&s, "GET / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400);
+    REJECT(&s, "\x01\x02\xff garbage\r\n\r\n", 400);
+    REJECT(&s, "GET / HTTP/1.1\r\nHost: t\r\nX: a\r\n folded\r\n\r\n", 400);
+    REJECT(&s, "GET / HTTP/1.1\r\nHost: t\r\nX: a\0b\r\n\r\n", 400);
+    /* The server survived all of it. */
+    {
+        resp_t r;
+
+        get(&s, "GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+        ck_assert_int_eq(r.status, 200);
+    }
+    srv_stop(&s);
+}
+END_TEST
+
+START_TEST(test_limits)
+{
+    static char big[4096];
+    srv_t s;
+    cl_t *c;
+    resp_t r;
+    size_t n;
+    long t0;
+
+    srv_start(&s, "2", "--max-header", "1K", "--max-body", "100", NULL);
+
+    /* 431: one field pushes the head over 1 KiB. */
+    n = (size_t)snprintf(big, sizeof(big), "GET / HTTP/1.1\r\nHost: t\r\nX-Big: ");
+    memset(big + n, 'a', 1100);
+    n += 1100;
+    n += (size_t)snprintf(big + n, sizeof(big) - n, "\r\n\r\n");
+    expect_reject(&s, big, n, 431);
+    /* 431 also before the head is complete: no end in sight after 1 KiB. */
+    expect_reject(&s, big, 1500, 431);
+
+    /* 413 from Content-Length alone, before any body byte is sent. */
+    c = cl_open(s.port);
+    t0 = now_ms();
+    cl_sends(c, "GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 101\r\n\r\n");
+    cl_response(c, &r, false, 3000);
+    ck_assert_int_eq(r.status, 413);
+    ck_assert_int_lt(now_ms() - t0, 1000);
+    ck_assert(cl_closed_within(c, 3000));
+    cl_close(c);
+    /* ... and while the client keeps sending the body it announced. */
+    c = cl_open(s.port);
+    cl_sends(c, "GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 2000\r\n\r\n");
+    cl_send(c, big, 2000);
+    cl_response(c, &r, false, 3000);
+    ck_assert_int_eq(r.status, 413);
+    ck_assert(cl_closed_within(c, 3000));
+    cl_close(c);
+    /* Chunked bodies count too. */
+    REJECT(&s, "GET / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n65\r\n", 413);
+
+    /* At the limit is fine. */
+    c = cl_open(s.port);
+    cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n");
+    cl_send(c, big, 100);
+    cl_response(c, &r, false, 3000);
+    ck_assert_int_eq(r.status, 200);
+    cl_close(c);
+    srv_stop(&s);
+}
+END_TEST
+
+START_TEST(test_slowloris)
+{
+    static const char part[] = "GET / HTTP/1.1\r\nHost: t\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    srv_t s;
+    cl_t *c;
+    resp_t r;
+    long t0;
+    size_t i = 0;
+
+    srv_start(&s, "2", "--header-timeout", "0.5", NULL);
+    c = cl_open(s.port);
+    t0 = now_ms();
+    /* A byte every 50 ms: always busy, never done. */
+    while (now_ms() - t0 < 2000 && i < sizeof(part) - 1) {
+        struct pollfd pfd = {c->fd, POLLIN, 0};
+
+        if (poll(&pfd, 1, 50) > 0)
+            break;
+        send(c->fd, part + i++, 1, MSG_NOSIGNAL);
+    }
+    cl_response(c, &r, false, 3000);
+    ck_assert_int_eq(r.status, 408);
+    ck_assert(cl_closed_within(c, 2000));
+    ck_assert_int_lt(now_ms() - t0, 1500);
+    ck_assert_int_ge(now_ms() - t0, 400);
+    cl_close(c);
+
+    /* Connected and silent: closed after the same timeout. */
+    c = cl_open(s.port);
+    t0 = now_ms();
+    ck_assert(cl_closed_within(c, 2000));
+    ck_assert_int_lt(now_ms() - t0, 1500);
+    cl_close(c);
+    srv_stop(&s);
+}
+END_TEST
+
+START_TEST(test_idle_timeout)
+{
+    srv_t s;
+    cl_t *c;
+    resp_t r;
+    long t0;
+
+    srv_start(&s, "2", "--idle-timeout", "0.5", NULL);
+    c = cl_open(s.port);
+    cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n");
+    cl_response(c, &r, false, 3000);
+    ck_assert_int_eq(r.status, 200);
+    t0 = now_ms();
+    ck_assert(cl_closed_within(c, 2500));
+    ck_assert_int_ge(now_ms() - t0, 400);
+    cl_close(c);
+    srv_stop(&s);
+}
+END_TEST
+
+START_TEST(test_max_conns)
+{
+    srv_t s;
+    cl_t *a, *b, *c;
+    resp_t r;
+
+    srv_start(&s, "1", "--max-conns", "2", NULL);
+    ck_assert_int_eq(s.nworkers, 1);
+    a = cl_open(s.port);
+    b = cl_open(s.port);
+    cl_sends(a, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    cl_response(a, &r, false, 3000);
+    cl_sends(b, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    cl_response(b, &r, false, 3000);
+    /* The third is accepted and closed at once. */
+    c = cl_open(s.port);
+    ck_assert(cl_closed_within(c, 1000));
+    cl_close(c);
+    /* A freed place is taken again. */
+    cl_close(a);
+    sleep_ms(100);
+    c = cl_open(s.port);
+    cl_sends(c, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    cl_response(c, &r, false, 3000);
+    ck_assert_int_eq(r.status, 200);
+    cl_close(c);
+    cl_close(b);
+    srv_stop(&s);
+}
+END_TEST
+
+/* ======================================================================== */
+/* Processes: crash, replacement, graceful stop                              */
+/* ======================================================================== */
+
+START_TEST(test_kill_worker)
+{
+    srv_t s;
+    resp_t r;
+    long t0;
+    pid_t victim, fresh = 0;
+    char want[128];
+    const char *log;
+
+    srv_start(&s, "2", NULL);
+    victim = s.workers[0];
+    ck_assert_int_eq(kill(victim, SIGKILL), 0);
+    t0 = now_ms();
+    /* Within 2 s a new pid answers in slot 0 (connections spread over the
+     * workers by the kernel, so ask until one lands there). */
+    while (now_ms() - t0 < 2000) {
+        get(&s, "GET / HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+        ck_assert_int_eq(r.status, 200);
+        if (strstr(r.body, "\"worker\":0,") != NULL) {
+            fresh = root_pid(&r);
+            break;
+        }
+        sleep_ms(10);
+    }
+    ck_assert_msg(fresh != 0, "worker 0 did not answer within 2 s");
+    ck_assert_int_ne(fresh, victim);
+    ck_assert_int_ne(fresh, s.workers[1]);
+    log = srv_log(&s);
+    snprintf(want, sizeof(want), "worker 0 (pid %d) killed by signal 9", (int)victim);
+    ck_assert_msg(strstr(log, want) != NULL, "no '%s' in: %s", want, log);
+    snprintf(want, sizeof(want), "pid %d", (int)fresh);
+    ck_assert_msg(strstr(strstr(log, "killed by signal 9"), want) != NULL,
+                  "replacement %d not logged: %s", (int)fresh, log);
+    /* /stats shows the new pid in slot 0. */
+    get(&s, "GET /stats HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+    snprintf(want, sizeof(want), "{\"index\":0,\"pid\":%d,", (int)fresh);
+    ck_assert_ptr_nonnull(strstr(r.body, want));
+    srv_stop(&s);
+}
+END_TEST
+
+START_TEST(test_sigterm_in_flight)
+{
+    srv_t s;
+    resp_t r;
+    cl_t *c;
+    int status;
+    long t0;
+
+    srv_start(&s, "2", NULL);
+    c = cl_open(s.port);
+    cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\n");
+    sleep_ms(100);      /* the worker holds half a request */
+    t0 = now_ms();
+    ck_assert_int_eq(kill(s.pid, SIGTERM), 0);
+    sleep_ms(200);
+    cl_sends(c, "\r\n");
+    cl_response(c, &r, false, 3000);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(r.body, "Hello, World!");
+    ck_assert(has_header(&r, "Connection: close"));
+    ck_assert(cl_closed_within(c, 3000));
+    cl_close(c);
+    status = wait_exit(s.pid, 5000);
+    ck_assert_msg(status != -1, "master still running 5 s after SIGTERM");
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    ck_assert_int_lt(now_ms() - t0, 5000);
+    /* Both workers are gone too. */
+    for (int i = 0; i < 2; i++)
+        ck_assert(kill(s.workers[i], 0) != 0);
+    unlink(s.log);
+}
+END_TEST
+
+START_TEST(test_sigint_and_straggler)
+{
+    srv_t s;
+    cl_t *c;
+    int status;
+    long t0;
+
+    /* A request that never completes is killed after --shutdown-timeout. */
+    srv_start(&s, "2", "--shutdown-timeout", "0.5", NULL);
+    c = cl_open(s.port);
+    cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\n");
+    sleep_ms(100);
+    t0 = now_ms();
+    ck_assert_int_eq(kill(s.pid, SIGINT), 0);
+    status = wait_exit(s.pid, 5000);
+    ck_assert(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    ck_assert_int_lt(now_ms() - t0, 2000);
+    ck_assert_ptr_nonnull(strstr(srv_log(&s), "still busy after the shutdown timeout"));
+    cl_close(c);
+    unlink(s.log);
+}
+END_TEST
+
+START_TEST(test_stats_counts)
+{
+    srv_t s;
+    resp_t r;
+    unsigned long total = 0;
+    const char *p;
+
+    srv_start(&s, "2", NULL);
+    for (int i = 0; i < 10; i++)
+        get(&s, "GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+    sleep_ms(200);      /* the workers see those clients close */
+    get(&s, "GET /stats HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+    for (p = r.body; (p = strstr(p, "\"requests\":")) != NULL; p++)
+        total += strtoul(p + 11, NULL, 10);
+    ck_assert_uint_eq(total, 11);
+    ck_assert_ptr_nonnull(strstr(r.body, "\"connections\":1,"));  /* this one */
+    ck_assert_ptr_null(strstr(r.body, "\"bytes_in\":0,\"bytes_out\":0}"));
+    srv_stop(&s);
+}
+END_TEST
+
+/* ======================================================================== */
+/* Command line                                                              */
+/* ======================================================================== */
+
+/* Run poold with args to completion (bounded); returns the wait status and
+ * leaves stdout and stderr in the two buffers. */
+static int run(char *const *args, char *out, char *err, size_t cap)
+{
+    char fout[64], ferr[64];
+    pid_t pid;
+    int status, fd;
+    ssize_t n;
+
+    snprintf(fout, sizeof(fout), "/tmp/poold-e2e-%d.out", (int)getpid());
+    snprintf(ferr, sizeof(ferr), "/tmp/poold-e2e-%d.err", (int)getpid());
+    pid = spawn(args, fout, ferr);
+    status = wait_exit(pid, 5000);
+    if (status == -1)
+        kill(pid, SIGKILL);
+    ck_assert_msg(status != -1, "poold did not exit");
+    fd = open(fout, O_RDONLY);
+    n = read(fd, out, cap - 1);
+    out[n < 0 ? 0 : n] = '\0';
+    close(fd);
+    fd = open(ferr, O_RDONLY);
+    n = read(fd, err, cap - 1);
+    err[n < 0 ? 0 : n] = '\0';
+    close(fd);
+    unlink(fout);
+    unlink(ferr);
+    return status;
+}
+
+static const char *const bad_args[][3] = {
+    {"-w", "0"}, {"-p", "70000"}, {"--bogus"}, {"-w", "12x"}, {"-w"},
+    {"--max-body", "-1"}, {"--heap-size", "99999999999999999999G"},
+    {"--header-timeout", "0"}, {"-b", "not-an-address"}, {"stray"},
+};
+
+START_TEST(test_cli_bad)
+{
+    char *args[4] = {NULL, NULL, NULL, NULL};
+    char out[4096], err[4096];
+    int status;
+
+    for (int k = 0; k < 3 && bad_args[_i][k] != NULL; k++)
+        args[k] = (char *)bad_args[_i][k];
+    status = run(args, out, err, sizeof(err));
+    ck_assert(WIFEXITED(status));
+    ck_assert_int_eq(WEXITSTATUS(status), 2);
+    ck_assert_str_eq(out, "");
+    ck_assert_msg(strncmp(err, "poold: ", 7) == 0, "stderr: %s", err);
+    ck_assert_msg(strchr(err, '\n') == err + strlen(err) - 1, "not one line: %s", err);
+}
+END_TEST
+
+START_TEST(test_cli_help_version)
+{
+    char out[8192], err[4096];
+    int status;
+
+    status = run((char *[]){"-h", NULL}, out, err, sizeof(out));
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    ck_assert_ptr_nonnull(strstr(out, "usage: poold"));
+    ck_assert_ptr_nonnull(strstr(out, "--shutdown-timeout"));
+    ck_assert_str_eq(err, "");
+    status = run((char *[]){"--version", NULL}, out, err, sizeof(out));
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    ck_assert_msg(strncmp(out, "poold ", 6) == 0, "%s", out);
+    ck_assert_str_eq(err, "");
+}
+END_TEST
+
+START_TEST(test_bind_failure)
+{
+    struct sockaddr_in sin;
+    socklen_t len = sizeof(sin);
+    char port[16], out[4096], err[4096], want[64];
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int status;
+
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+    ck_assert_int_eq(listen(fd, 1), 0);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+    snprintf(port, sizeof(port), "%d", ntohs(sin.sin_port));
+
+    status = run((char *[]){"-w", "1", "-p", port, NULL}, out, err, sizeof(err));
+    ck_assert(WIFEXITED(status));
+    ck_assert_int_eq(WEXITSTATUS(status), 1);
+    snprintf(want, sizeof(want), "127.0.0.1:%s", port);
+    ck_assert_msg(strstr(err, want) != NULL, "address missing: %s", err);
+    ck_assert_msg(strstr(err, strerror(EADDRINUSE)) != NULL, "errno text missing: %s", err);
+    ck_assert_msg(strchr(err, '\n') == err + strlen(err) - 1, "not one line: %s", err);
+    close(fd);
+}
+END_TEST
+
+Suite *make_e2e_suite(void)
+{
+    Suite *s = suite_create("e2e");
+    TCase *http = tcase_create("http");
+    TCase *limits = tcase_create("limits");
+    TCase *procs = tcase_create("processes");
+    TCase *cli = tcase_create("cli");
+
+    tcase_set_timeout(http, 30);
+    tcase_add_test(http, test_routes);
+    tcase_add_test(http, test_head_and_405);
+    tcase_add_test(http, test_pipelined);
+    tcase_add_test(http, test_byte_at_a_time);
+    tcase_add_test(http, test_keep_alive);
+    tcase_add_test(http, test_expect_continue);
+    suite_add_tcase(s, http);
+
+    tcase_set_timeout(limits, 30);
+    tcase_add_test(limits, test_malformed);
+    tcase_add_test(limits, test_limits);
+    tcase_add_test(limits, test_slowloris);
+    tcase_add_test(limits, test_idle_timeout);
+    tcase_add_test(limits, test_max_conns);
+    suite_add_tcase(s, limits);
+
+    tcase_set_timeout(procs, 30);
+    tcase_add_test(procs, test_kill_worker);
+    tcase_add_test(procs, test_sigterm_in_flight);
+    tcase_add_test(procs, test_sigint_and_straggler);
+    tcase_add_test(procs, test_stats_counts);
+    suite_add_tcase(s, procs);
+
+    tcase_set_timeout(cli, 30);
+    tcase_add_loop_test(cli, test_cli_bad, 0, (int)(sizeof(bad_args) / sizeof(bad_args[0])));
+    tcase_add_test(cli, test_cli_help_version);
+    tcase_add_test(cli, test_bind_failure);
+    suite_add_tcase(s, cli);
+    return s;
+}
