@@ -421,6 +421,7 @@ enum {
     CK_DATA_CR,
     CK_DATA_LF,
     CK_TRAILER,     /* start of a trailer line, or CR of the last line */
+    CK_TRAILER_NAME,
     CK_TRAILER_LINE,
     CK_TRAILER_LF,
     CK_END_LF
@@ -502,7 +503,15 @@ size_t pd_chunked_feed(pd_chunked_t *ck, const char *buf, size_t len,
             }
             if (!pd_is_tchar(c))
                 goto bad;
-            ck->state = CK_TRAILER_LINE;
+            ck->state = CK_TRAILER_NAME;
+            if (++ck->line > max_trailer)
+                goto bad;
+            break;
+        case CK_TRAILER_NAME:
+            if (c == ':')
+                ck->state = CK_TRAILER_LINE;
+            else if (!pd_is_tchar(c))
+                goto bad;
             if (++ck->line > max_trailer)
                 goto bad;
             break;

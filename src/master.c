@@ -77,13 +77,17 @@ static int64_t pd_tv_ms(const struct timeval *tv)
 /* Listening sockets                                                         */
 /* ======================================================================== */
 
-/* One SO_REUSEPORT socket per worker, not one shared socket: measured with
- * `poold -w 2` under `wrk -c50`, the kernel's hash spreads connections over
- * the per-worker sockets evenly enough, while on a shared socket whichever
- * worker wakes first takes a burst of connections (see the figures in
- * poold(8) and the commit that made this choice).  A worker's socket stays
- * open in the master, so connections queued on it while the worker is
- * being replaced wait for its successor instead of being reset. */
+/* One SO_REUSEPORT socket per worker, not one shared socket, because the
+ * kernel then spreads connections evenly.  Measured on this 2-CPU machine
+ * with `poold -w 2` under `wrk -t1 -c50 -d5s /plaintext`, five runs each,
+ * open connections per worker (from /stats, mid-run, 51 with the probe):
+ *   SO_REUSEPORT: 22/29  26/25  22/29  28/23  23/28
+ *   shared:       49/2   28/23  46/5   51/0   27/24
+ * and the busier worker's share of requests: 52-62% with SO_REUSEPORT,
+ * 62-100% shared.  On a shared socket every worker wakes for a connection
+ * and the one that is already running wins a whole burst.  A worker's
+ * socket stays open in the master, so connections queued on it while the
+ * worker is being replaced wait for its successor instead of being reset. */
 static int pd_listen_one(pd_master_t *m, struct sockaddr_storage *addr, socklen_t len)
 {
     const pd_config_t *cfg = m->cfg;
