@@ -10,6 +10,7 @@
 #include <check.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,7 @@ typedef struct fork_sh_s {
     int failed;
     char why[512];
     size_t foreign_before, foreign_after;
+    bool reattached;        /* the child's pool_attach() succeeded */
     unsigned n_child;
     block_t child[MORE];    /* the child's blocks, live at child_ready */
 } fork_sh_t;
@@ -185,9 +187,12 @@ static void wait_child(pid_t pid, fork_sh_t *sh)
 
 /* ------------------------------------------------------------------------ */
 
-/* The child: detached at first, frees half the parent's blocks (ignored),
- * attaches again and allocates while the parent allocates too. */
-static void child_allocates(fork_sh_t *sh)
+/* The child: detached, it frees half the parent's blocks (ignored and
+ * counted), then allocates while the parent allocates too.  With `reattach`
+ * it first calls pool_attach() again: the pool may refuse (the child stays
+ * private) or accept (the child's blocks are then in the arena); either way
+ * nobody may get a block someone else holds. */
+static void child_allocates(fork_sh_t *sh, bool reattach)
 {
     if (pool_attached() || pool_slot() != -1)
         child_fail(sh, "child of an attached process is still attached");
@@ -208,11 +213,17 @@ static void child_allocates(fork_sh_t *sh)
         child_fail(sh, "detached child allocated %p in the arena", priv);
     pool_free(priv);
 
-    int rc = pool_attach();
-    if (rc != 0)
-        child_fail(sh, "pool_attach in the child: %s", strerror(rc));
+    if (reattach) {
+        sh->reattached = pool_attach() == 0;
+        if (pool_attached() != sh->reattached)
+            child_fail(sh, "pool_attach's result and pool_attached() disagree");
+    }
     if (!alloc_blocks(sh->child, MORE, 2))
         child_fail(sh, "child: pool_malloc failed: %s", strerror(errno));
+    for (unsigned i = 0; i < MORE; i++)
+        if (pool_owns(sh->child[i].p) != sh->reattached)
+            child_fail(sh, "child block %p is %s the arena", sh->child[i].p,
+                       sh->reattached ? "outside" : "inside");
     sh->n_child = MORE;
     sh->child_ready = 1;
     if (!wait_flag(&sh->parent_ready))
@@ -226,7 +237,8 @@ static void child_allocates(fork_sh_t *sh)
     _exit(0);
 }
 
-START_TEST(test_fork_no_double_handout)
+/* Parent and child allocate at the same time; both keep their blocks. */
+static void fork_and_allocate(bool reattach)
 {
     fork_sh_t *sh = fork_map();
     pool_usage_t u;
@@ -239,15 +251,18 @@ START_TEST(test_fork_no_double_handout)
     pid_t pid = fork();
     ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
     if (pid == 0)
-        child_allocates(sh);
+        child_allocates(sh, reattach);
 
     ck_assert(pool_attached());
     block_t *more = parent_blocks + PARENT_LIVE;
     ck_assert(alloc_blocks(more, MORE, 3));
     ck_assert_msg(wait_flag(&sh->child_ready), "child never got ready: %s",
                   sh->why);
-    /* Both sides' blocks are live now: no byte may belong to two of them. */
-    check_disjoint(parent_blocks, PARENT_LIVE + MORE, sh->child, sh->n_child);
+    /* Both sides' blocks are live now: no byte of the arena may belong to
+     * two of them.  (Private blocks of the child live in another address
+     * space; they cannot collide with the arena.) */
+    if (sh->reattached)
+        check_disjoint(parent_blocks, PARENT_LIVE + MORE, sh->child, sh->n_child);
     sh->parent_ready = 1;
 
     wait_child(pid, sh);
@@ -264,6 +279,17 @@ START_TEST(test_fork_no_double_handout)
     pool_thread_flush();
     check_settled(in_use_before);
     munmap(sh, sizeof *sh);
+}
+
+START_TEST(test_fork_no_double_handout)
+{
+    fork_and_allocate(false);
+}
+END_TEST
+
+START_TEST(test_fork_child_attaches_again)
+{
+    fork_and_allocate(true);
 }
 END_TEST
 
@@ -331,6 +357,7 @@ Suite *make_fork_suite(void)
     tcase_add_checked_fixture(tc, setup_arena, NULL);
     tcase_set_timeout(tc, 40);
     tcase_add_test(tc, test_fork_no_double_handout);
+    tcase_add_test(tc, test_fork_child_attaches_again);
     tcase_add_test(tc, test_fork_child_frees_ignored);
     suite_add_tcase(s, tc);
     return s;
