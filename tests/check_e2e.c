@@ -829,6 +829,10 @@ START_TEST(test_sigterm_in_flight)
 
     srv_start(&s, "2", NULL);
     c = cl_open(s.port);
+    /* A first request proves a worker has taken the connection (the accept
+     * queue is dropped on shutdown); then half of a second one. */
+    cl_sends(c, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    cl_response(c, &r, false, 3000);
     cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\n");
     sleep_ms(100);      /* the worker holds half a request */
     t0 = now_ms();
@@ -855,6 +859,7 @@ END_TEST
 START_TEST(test_sigint_and_straggler)
 {
     srv_t s;
+    resp_t r;
     cl_t *c;
     int status;
     long t0;
@@ -862,6 +867,8 @@ START_TEST(test_sigint_and_straggler)
     /* A request that never completes is killed after --shutdown-timeout. */
     srv_start(&s, "2", "--shutdown-timeout", "0.5", NULL);
     c = cl_open(s.port);
+    cl_sends(c, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    cl_response(c, &r, false, 3000);
     cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\n");
     sleep_ms(100);
     t0 = now_ms();
