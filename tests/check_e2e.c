@@ -819,6 +819,45 @@ START_TEST(test_kill_worker)
 }
 END_TEST
 
+/* Slot 0's pid from /stats, 0 while it is down. */
+static pid_t slot0_pid(const srv_t *s)
+{
+    resp_t r;
+    const char *p;
+
+    get(s, "GET /stats HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+    p = strstr(r.body, "{\"index\":0,\"pid\":");
+    ck_assert_ptr_nonnull(p);
+    return (pid_t)atoi(p + 17);
+}
+
+START_TEST(test_crash_loop_backoff)
+{
+    srv_t s;
+    pid_t pid = 0;
+    long t0;
+
+    srv_start(&s, "2", NULL);
+    /* Three deaths in a row, each within seconds of the start: the first
+     * is replaced at once, then the master backs off. */
+    for (int k = 0; k < 3; k++) {
+        pid_t victim = k == 0 ? s.workers[0] : pid;
+
+        ck_assert_int_eq(kill(victim, SIGKILL), 0);
+        t0 = now_ms();
+        do {
+            ck_assert_msg(now_ms() - t0 < 3000, "slot 0 not refilled after death %d", k + 1);
+            sleep_ms(20);
+            pid = slot0_pid(&s);
+        } while (pid == 0 || pid == victim);
+    }
+    ck_assert_ptr_nonnull(strstr(srv_log(&s), "; replaced by pid "));
+    ck_assert_ptr_nonnull(strstr(srv_log(&s), "killed by signal 9; restarting in 100 ms"));
+    ck_assert_ptr_nonnull(strstr(srv_log(&s), "killed by signal 9; restarting in 200 ms"));
+    srv_stop(&s);
+}
+END_TEST
+
 START_TEST(test_sigterm_in_flight)
 {
     srv_t s;
@@ -1030,6 +1069,7 @@ Suite *make_e2e_suite(void)
 
     tcase_set_timeout(procs, 30);
     tcase_add_test(procs, test_kill_worker);
+    tcase_add_test(procs, test_crash_loop_backoff);
     tcase_add_test(procs, test_sigterm_in_flight);
     tcase_add_test(procs, test_sigint_and_straggler);
     tcase_add_test(procs, test_stats_counts);
