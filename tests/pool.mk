@@ -11,3 +11,24 @@ tests_check_pool_SOURCES = \
 tests_check_pool_CFLAGS = $(TEST_CFLAGS)
 tests_check_pool_LDADD = shm/libshmpool_core.la $(CHECK_LIBS)
 # --- end of the libshmpool unit tests ---------------------------------------
+
+# ---------------------------------------------------------------------------
+# The pool's contract, stress, fork and preload tests:
+#   tests/check_override  malloc & co. with the override linked (malloc IS
+#                         the pool), private and attached
+#   check_stress.c, check_fork.c
+#                         suites of tests/check_pool, calling pool_* directly
+#   tests/preload.sh      ordinary programs under LD_PRELOAD=libshmpool.so,
+#                         and tests/prefork under SHMPOOL_MODE=children
+# ---------------------------------------------------------------------------
+check_PROGRAMS += tests/check_override tests/prefork
+TESTS += tests/check_override tests/preload.sh
+EXTRA_DIST += tests/preload.sh
+tests_check_pool_SOURCES += tests/check_stress.c tests/check_fork.c tests/pattern.h
+tests_check_override_SOURCES = tests/check_override.c tests/pattern.h
+# -fno-builtin: the compiler must neither fold impossible requests nor drop
+# malloc/free pairs it can see.
+tests_check_override_CFLAGS = $(TEST_CFLAGS) -fno-builtin
+tests_check_override_LDADD = shm/libshmpool_override.la shm/libshmpool_core.la $(CHECK_LIBS)
+tests_prefork_SOURCES = tests/prefork.c tests/pattern.h
+# --- end of the contract, stress, fork and preload tests --------------------
