@@ -254,7 +254,7 @@ static void conn_reject(pd_conn_t *c, int status, bool head_only)
     if (c->pending != NULL)
         evbuffer_drain(c->pending, evbuffer_get_length(c->pending));
     pd_stat_add(&c->w->stats->xrequests, 1);
-    if (pd_http_write_error(c->out, status, head_only, false) != PD_OK)
+    if (pd_http_write_error(c->out, status, head_only) != PD_OK)
         pd_log(PD_LOG_WARN, ENOMEM, "fd %d: cannot queue a %d response", c->fd, status);
     if (pd_log_enabled(PD_LOG_TRACE))
         pd_log(PD_LOG_TRACE, 0, "fd %d: rejected with %d", c->fd, status);

@@ -652,12 +652,12 @@ int pd_http_write_head(struct evbuffer *out, int status, const char *ctype,
     return evbuffer_add(out, buf, (size_t)(sb.p - buf)) == 0 ? PD_OK : PD_ERROR;
 }
 
-int pd_http_write_error(struct evbuffer *out, int status, bool head_only, bool http10)
+int pd_http_write_error(struct evbuffer *out, int status, bool head_only)
 {
     char body[64];
     int n = snprintf(body, sizeof(body), "%d %s\n", status, pd_http_reason(status));
 
-    if (pd_http_write_head(out, status, "text/plain", (uint64_t)n, false, http10,
+    if (pd_http_write_head(out, status, "text/plain", (uint64_t)n, false, false,
                            false) != PD_OK)
         return PD_ERROR;
     if (!head_only && evbuffer_add(out, body, (size_t)n) != 0)

@@ -20,6 +20,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -413,6 +414,25 @@ static int pd_signals_init(pd_master_t *m)
     return PD_OK;
 }
 
+/* A worker needs a descriptor per connection plus a few of its own: raise
+ * the soft limit (1024 on Debian) towards the hard one when --max-conns
+ * asks for it, rather than meet EMFILE under load. */
+static void pd_raise_nofile(const pd_config_t *cfg)
+{
+    rlim_t want = (rlim_t)cfg->max_conns + 64;
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
+        return;
+    rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want ? rl.rlim_max : want;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        pd_log(PD_LOG_WARN, errno, "setrlimit(RLIMIT_NOFILE, %llu) failed",
+               (unsigned long long)rl.rlim_cur);
+    else if (rl.rlim_cur < want)
+        pd_log(PD_LOG_WARN, 0, "only %llu descriptors per process: fewer than --max-conns %d",
+               (unsigned long long)rl.rlim_cur, cfg->max_conns);
+}
+
 static void pd_startup_line(const pd_master_t *m, int port)
 {
     const pd_config_t *cfg = m->cfg;
@@ -442,6 +462,7 @@ int pd_master_run(const pd_config_t *cfg)
     pd_log_set_verbosity(cfg->verbose);
     if (pd_signals_init(&m) != PD_OK)
         return 1;
+    pd_raise_nofile(cfg);
     if (pd_alloc_create(cfg->heap_size) != PD_OK)
         return 1;
     if (pd_stats_create(cfg->workers) != PD_OK)

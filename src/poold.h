@@ -262,8 +262,7 @@ int pd_http_write_head(struct evbuffer *out, int status, const char *ctype,
 
 /* Append a complete error response (text/plain body naming the status; no
  * body for HEAD requests) that closes the connection. */
-int pd_http_write_error(struct evbuffer *out, int status, bool head_only,
-                        bool http10);
+int pd_http_write_error(struct evbuffer *out, int status, bool head_only);
 
 /* ------------------------------------------------------------------------ */
 /* routes.c                                                                  */

@@ -8,7 +8,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <string.h>
 #include <sys/mman.h>
 
 #include "poold.h"

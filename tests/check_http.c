@@ -235,14 +235,14 @@ START_TEST(test_write_head)
     ck_assert_ptr_nonnull(strstr(buf, "\r\nConnection: close\r\n"));
     ck_assert_ptr_null(strstr(buf, "\r\n\r\n"));   /* left open for more lines */
 
-    ck_assert_int_eq(pd_http_write_error(out, 431, false, false), PD_OK);
+    ck_assert_int_eq(pd_http_write_error(out, 431, false), PD_OK);
     n = evbuffer_remove(out, buf, sizeof(buf) - 1);
     buf[n] = '\0';
     ck_assert_ptr_nonnull(strstr(buf, "HTTP/1.1 431 Request Header Fields Too Large\r\n"));
     ck_assert_ptr_nonnull(strstr(buf, "\r\nConnection: close\r\n"));
     ck_assert_ptr_nonnull(strstr(buf, "\r\n\r\n431 Request Header Fields Too Large\n"));
 
-    ck_assert_int_eq(pd_http_write_error(out, 400, true, false), PD_OK);
+    ck_assert_int_eq(pd_http_write_error(out, 400, true), PD_OK);
     n = evbuffer_remove(out, buf, sizeof(buf) - 1);
     buf[n] = '\0';
     ck_assert_str_eq(strstr(buf, "\r\n\r\n"), "\r\n\r\n");   /* HEAD: no body */
