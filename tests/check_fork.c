@@ -350,6 +350,8 @@ START_TEST(test_fork_child_frees_ignored)
 }
 END_TEST
 
+/* The fork suite: an attached parent forks a child that allocates, frees
+ * and possibly attaches again.  Returns a new Suite for srunner_add_suite(). */
 Suite *make_fork_suite(void)
 {
     Suite *s = suite_create("fork");

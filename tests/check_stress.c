@@ -408,6 +408,8 @@ START_TEST(test_stress_threads)
 }
 END_TEST
 
+/* The stress suite: processes and threads on one arena each, ~2 s apiece.
+ * Returns a new Suite for srunner_add_suite(). */
 Suite *make_stress_suite(void)
 {
     Suite *s = suite_create("stress");
