@@ -24,7 +24,6 @@ struct evbuffer;
 /* Return codes of server functions. */
 #define PD_OK     0
 #define PD_ERROR (-1)
-#define PD_AGAIN (-2)
 
 #define PD_MAX_WORKERS 256
 /* A request head may hold at most this many header fields (more → 431). */

@@ -2,7 +2,7 @@
  *
  * "/" names the allocator, worker and pid; "/plaintext" is the cheapest
  * possible answer (no heap allocation of its own); "/heavy" is the
- * allocation-heavy workload the pool is measured on; "/stats" reports every
+ * allocation-heavy workload the allocators are measured on; "/stats" reports every
  * worker's counters and the allocator's.  pd_route_dispatch is the entry.
  */
 #include "config.h"
@@ -87,7 +87,7 @@ static int pd_route_stats(const pd_request_t *req, const pd_route_ctx_t *ctx,
                 (unsigned long long)__atomic_load_n(&s->xbytes_out, __ATOMIC_RELAXED)) < 0)
             goto fail;
     }
-    /* The pool's section grows with --enable-pool-stats: ask for its size. */
+    /* The allocator's section may hold per-class counters: ask its size. */
     need = pd_alloc_stats_json(small, sizeof(small));
     if (need >= sizeof(small)) {
         alloc = malloc(need + 1);
