@@ -1,8 +1,8 @@
 /* poold — the master process.
  *
- * pd_master_run reserves the allocator's arena and the shared counters, binds the
- * listening sockets, forks the workers (each pinned to a CPU), prints the
- * start-up line, then supervises: a worker that dies is logged and replaced,
+ * pd_master_run reserves the allocator's arena and the shared counters,
+ * binds the listening sockets, forks the workers (each pinned to a CPU),
+ * prints the start-up line, then supervises: a worker that dies is logged and replaced,
  * with back-off when it keeps dying young; SIGTERM/SIGINT stop the workers
  * gracefully and kill the ones still busy after --shutdown-timeout.  Signal
  * handlers only set flags; everything happens in the loop, which sleeps in

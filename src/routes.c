@@ -2,8 +2,9 @@
  *
  * "/" names the allocator, worker and pid; "/plaintext" is the cheapest
  * possible answer (no heap allocation of its own); "/heavy" is the
- * allocation-heavy workload the allocators are measured on; "/stats" reports every
- * worker's counters and the allocator's.  pd_route_dispatch is the entry.
+ * allocation-heavy workload the allocators are measured on; "/stats"
+ * reports every worker's counters and the allocator's.  pd_route_dispatch
+ * is the entry.
  */
 #include "config.h"
 
