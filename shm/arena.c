@@ -10,10 +10,13 @@
  * Fork: the child of an attached process drops its copied thread cache
  * without flushing it (the objects still belong to the parent's cache) and
  * becomes "forked": its frees of arena pointers are ignored and counted.
- * Because the arena is MAP_SHARED, the child would otherwise write into the
- * parent's objects; so it replaces the used part of the arena with a private
- * copy (what copy-on-write gives a glibc heap), while the parent waits in
- * its atfork handler so that the copy is the state at fork.
+ * The arena is MAP_SHARED, so such a child would write into the parent's
+ * objects if it wrote to what it inherited.  Programs that know the pool
+ * (poold) simply do not; for programs that do not know it (libshmpool.so in
+ * SHMPOOL_MODE=process) the child replaces the used part of the arena with a
+ * private copy -- what copy-on-write gives any other heap -- while the parent
+ * waits in its atfork handler so that the copy is the state at fork.  Such a
+ * child no longer maps the shared arena and cannot attach to it.
  */
 #include "pool-internal.h"
 
@@ -31,6 +34,8 @@ __thread pool_tcache_sh_t *pool_tls_tcache_
 
 static int proc_slot = -1;          /* slot taken by pool_attach() */
 static bool attach_children;        /* SHMPOOL_MODE=children */
+static bool fork_copies;            /* children of an attached process copy */
+static bool arena_copied;           /* this process holds such a copy */
 static pthread_key_t thread_key;    /* destructor gives the slot back */
 static pthread_once_t once_handlers = PTHREAD_ONCE_INIT;
 static bool handlers_ok;
@@ -155,7 +160,8 @@ static int fork_gate[2] = { -1, -1 };
 
 static void fork_prepare(void)
 {
-    if (pool_proc_state_ != POOL_PROC_ATTACHED || pool_prim_gate_open_(fork_gate) != 0)
+    if (!fork_copies || pool_proc_state_ != POOL_PROC_ATTACHED ||
+        pool_prim_gate_open_(fork_gate) != 0)
         fork_gate[0] = fork_gate[1] = -1;
 }
 
@@ -194,6 +200,7 @@ static void privatize_arena(void)
     if (rc != 0)
         pool_error_(rc, "forked child %d could not copy the arena; it shares its parent's objects",
                     pool_prim_getpid_());
+    arena_copied = true;
 }
 
 static void fork_child(void)
@@ -303,7 +310,7 @@ int pool_attach(void)
     if (pool_proc_state_ == POOL_PROC_ATTACHED)
         return EALREADY;
     pool_header_sh_t *h = pool_arena_.hdr;
-    if (h == NULL)
+    if (h == NULL || arena_copied)
         return ENOENT;
     if (h->magic != POOL_MAGIC || h->version != pool_layout_version_() ||
         h->base != (uintptr_t)h || h->page_shift != POOL_PAGE_SHIFT) {
@@ -350,6 +357,7 @@ void pool_destroy_(void)
         return;
     pool_prim_unmap_(pool_arena_.hdr, pool_arena_.hdr->size);
     memset(&pool_arena_, 0, sizeof pool_arena_);
+    arena_copied = false;
     pool_tls_tcache_ = &pool_empty_tcache_;
     pool_proc_state_ = POOL_PROC_PRIVATE;
     proc_slot = -1;
@@ -358,6 +366,11 @@ void pool_destroy_(void)
 void pool_attach_children_(void)
 {
     attach_children = true;
+}
+
+void pool_fork_copies_(bool on)
+{
+    fork_copies = on;
 }
 
 bool pool_attached(void)

@@ -203,8 +203,11 @@ START_TEST(test_thread_exit_returns_slot)
 }
 END_TEST
 
+/* The child of an attached process that copies the arena at fork (as
+ * SHMPOOL_MODE=process does) sees its heap as at fork, privately. */
 START_TEST(test_fork_child_detaches)
 {
+    pool_fork_copies_(true);
     char *p = pool_malloc(500);
     pool_test_fill(p, 500, 1);
     pid_t pid = fork();
@@ -222,6 +225,7 @@ START_TEST(test_fork_child_detaches)
         void *q = pool_malloc(100);
         bad |= pool_owns(q) ? 16 : 0;
         pool_free(q);
+        bad |= pool_attach() == ENOENT ? 0 : 32; /* the shared arena is gone here */
         _exit(bad);
     }
     int status;
