@@ -20,7 +20,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
+#include <linux/tcp.h>       /* tcp_info with tcpi_data_segs_in */
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -438,6 +438,18 @@ END_TEST
 /* Pipelining, reassembly, keep-alive                                        */
 /* ======================================================================== */
 
+/* Data segments the client has received on c so far. */
+static unsigned data_segs_in(const cl_t *c)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+
+    memset(&ti, 0, sizeof(ti));
+    ck_assert_int_eq(getsockopt(c->fd, IPPROTO_TCP, TCP_INFO, &ti, &len), 0);
+    ck_assert_uint_ge(len, offsetof(struct tcp_info, tcpi_data_segs_in) + 4);
+    return ti.tcpi_data_segs_in;
+}
+
 START_TEST(test_pipelined)
 {
     srv_t s;
@@ -457,6 +469,26 @@ START_TEST(test_pipelined)
     cl_response(c, &r, false, 3000);
     ck_assert_int_eq(r.status, 200);
     ck_assert_ptr_nonnull(strstr(r.body, "\"allocator\""));
+
+    /* Twenty requests in one segment: their responses leave in one write,
+     * so they arrive as one segment (two at most if the kernel splits it),
+     * not twenty: the server sets TCP_NODELAY, so each write would be a
+     * segment of its own. */
+    {
+        static char twenty[2048];
+        unsigned before = data_segs_in(c);
+        size_t n = 0;
+
+        for (int i = 0; i < 20; i++)
+            n += (size_t)snprintf(twenty + n, sizeof(twenty) - n,
+                                  "GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n");
+        cl_send(c, twenty, n);
+        for (int i = 0; i < 20; i++) {
+            cl_response(c, &r, false, 3000);
+            ck_assert_int_eq(r.status, 200);
+        }
+        ck_assert_uint_le(data_segs_in(c) - before, 2);
+    }
     cl_close(c);
 
     /* Many more than fit in one read, all answered in order. */
