@@ -62,7 +62,6 @@ struct pd_conn_s {
     struct event wev;
     struct event tev;
     http_parser parser;
-    pd_request_t req;           /* valid while its head is in `in` */
 };
 
 static void conn_on_read(evutil_socket_t fd, short what, void *arg);
@@ -286,6 +285,7 @@ enum { STEP_MORE, STEP_DONE, STEP_CLOSED };
 static int conn_read_head(pd_conn_t *c)
 {
     pd_worker_t *w = c->w;
+    pd_request_t *req = &w->req;    /* used only until this head is drained */
     const pd_limits_t lim = {w->cfg->max_header, w->cfg->max_body};
     size_t avail = evbuffer_get_length(c->in);
     size_t want = avail < lim.max_header ? avail : lim.max_header;
@@ -317,7 +317,7 @@ static int conn_read_head(pd_conn_t *c)
         return STEP_MORE;
     }
 
-    status = pd_http_parse_head(&c->req, &c->parser, buf, hlen, &lim);
+    status = pd_http_parse_head(req, &c->parser, buf, hlen, &lim);
     if (status != 0) {
         conn_reject(c, status, hlen > 5 && memcmp(buf, "HEAD ", 5) == 0);
         return STEP_DONE;
@@ -326,8 +326,8 @@ static int conn_read_head(pd_conn_t *c)
     pd_stat_add(&w->stats->xrequests, 1);
     ctx.worker_index = w->index;
     ctx.pid = w->pid;
-    ctx.keep_alive = c->req.keep_alive && !w->stopping;
-    has_body = c->req.chunked || c->req.content_length > 0;
+    ctx.keep_alive = req->keep_alive && !w->stopping;
+    has_body = req->chunked || req->content_length > 0;
     dst = c->out;
     if (has_body) {
         /* The response waits for the body: should the body turn out to be
@@ -337,13 +337,13 @@ static int conn_read_head(pd_conn_t *c)
             return STEP_CLOSED;
         }
         dst = c->pending;
-        if (c->req.expect_continue &&
+        if (req->expect_continue &&
             evbuffer_add(c->out, "HTTP/1.1 100 Continue\r\n\r\n", 25) != 0) {
             pd_conn_close(c);
             return STEP_CLOSED;
         }
     }
-    if (pd_route_dispatch(&c->req, &ctx, dst) == PD_ERROR) {
+    if (pd_route_dispatch(req, &ctx, dst) == PD_ERROR) {
         /* A half-written response cannot be taken back out of the buffer. */
         pd_log(PD_LOG_WARN, ENOMEM, "fd %d: cannot build a response", c->fd);
         pd_conn_close(c);
@@ -351,8 +351,8 @@ static int conn_read_head(pd_conn_t *c)
     }
     if (pd_log_enabled(PD_LOG_TRACE))
         pd_log(PD_LOG_TRACE, 0, "fd %d: %s %.*s", c->fd,
-               http_method_str((enum http_method)c->req.method),
-               (int)c->req.target_len, c->req.target);
+               http_method_str((enum http_method)req->method),
+               (int)req->target_len, req->target);
     evbuffer_drain(c->in, hlen);
     c->scanned = 0;
 
@@ -362,9 +362,9 @@ static int conn_read_head(pd_conn_t *c)
     }
     c->state = C_BODY;
     c->keep_alive = ctx.keep_alive;
-    c->head_only = c->req.method == HTTP_HEAD;
-    c->chunked = c->req.chunked;
-    c->body_left = c->req.content_length;
+    c->head_only = req->method == HTTP_HEAD;
+    c->chunked = req->chunked;
+    c->body_left = req->content_length;
     memset(&c->ck, 0, sizeof(c->ck));
     return STEP_DONE;
 }

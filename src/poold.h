@@ -310,6 +310,8 @@ typedef struct pd_worker_s {
     struct event *resume_ev;    /* re-enables accept after EMFILE */
     pd_wstats_sh_t *stats;      /* this worker's slot */
     pd_conn_t *conns;           /* all open connections, doubly linked */
+    pd_request_t req;           /* the request being dispatched: one at a
+                                   time, so one per worker, not per connection */
     int nconns;
     bool stopping;              /* SIGTERM/SIGINT seen: finish and exit */
 } pd_worker_t;
