@@ -196,6 +196,7 @@ if ! git -C "$repo" rev-parse -q --verify HEAD >/dev/null 2>&1; then
     repo=$tmp/repo
     mkdir "$repo"
     cp -R "$srcdir"/. "$repo"/
+    chmod -R u+w "$repo"    # make distcheck's source tree is read-only
     git -C "$repo" init -q
     git -C "$repo" add -A
     GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@localhost GIT_AUTHOR_DATE=@0 \
