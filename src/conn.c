@@ -434,10 +434,33 @@ static void conn_process(pd_conn_t *c)
 /* Callbacks                                                                 */
 /* ======================================================================== */
 
+/* Read once into the input buffer.  evbuffer_read would first ask the
+ * kernel how much is pending (an ioctl per read); one contiguous extent of
+ * PD_READ_SIZE needs no such question and keeps a head in one piece. */
+static ssize_t conn_read(pd_conn_t *c)
+{
+    struct evbuffer_iovec v;
+    ssize_t n;
+
+    if (evbuffer_reserve_space(c->in, PD_READ_SIZE, &v, 1) != 1) {
+        errno = ENOMEM;
+        return -1;
+    }
+    n = read(c->fd, v.iov_base, v.iov_len);
+    if (n <= 0)
+        return n;
+    v.iov_len = (size_t)n;
+    if (evbuffer_commit_space(c->in, &v, 1) != 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    return n;
+}
+
 static void conn_on_read(evutil_socket_t fd, short what, void *arg)
 {
     pd_conn_t *c = arg;
-    int n;
+    ssize_t n;
 
     if (c->state == C_LINGER) {
         char sink[4096];
@@ -447,7 +470,7 @@ static void conn_on_read(evutil_socket_t fd, short what, void *arg)
             pd_conn_close(c);
         return;
     }
-    n = evbuffer_read(c->in, fd, PD_READ_SIZE);
+    n = conn_read(c);
     if (n < 0) {
         if (errno == EAGAIN || errno == EINTR)
             return;
