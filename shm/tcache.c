@@ -404,13 +404,22 @@ int pool_posix_memalign(void **out, size_t align, size_t size)
     return 0;
 }
 
-/* Usable size of a glibc chunk.  glibc's malloc_usable_size would resolve to
- * ours once the override is linked, so read the chunk header directly: the
- * word before the pointer is the chunk size with three flag bits; an mmapped
- * chunk (bit 1) gives its whole header back, a heap chunk also lends the next
- * chunk's prev_size word. */
+/* Usable size of a private block.  A plain call to malloc_usable_size would
+ * reach the pool's own (override.c), so ask the dynamic linker for the C
+ * library's, once.  Without it (a static binary), read glibc's chunk header:
+ * the word before the block is the chunk size with three flag bits; an
+ * mmapped chunk (bit 1) spends two words on its header, a heap chunk one,
+ * as it borrows the next chunk's prev_size word. */
 static size_t private_usable(const void *p)
 {
+    static pool_usable_fn_t libc_usable;
+    static bool resolved;
+    if (!__atomic_load_n(&resolved, __ATOMIC_ACQUIRE)) {
+        libc_usable = pool_prim_libc_usable_size_();
+        __atomic_store_n(&resolved, true, __ATOMIC_RELEASE);
+    }
+    if (libc_usable != NULL)
+        return libc_usable((void *)p);
     size_t hdr = ((const size_t *)p)[-1];
     size_t chunk = hdr & ~(size_t)7;
     return (hdr & 2) ? chunk - 2 * sizeof(size_t) : chunk - sizeof(size_t);

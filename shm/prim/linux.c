@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -130,6 +131,16 @@ void pool_prim_kill_self_(void)
 const char *pool_prim_getenv_(const char *name)
 {
     return getenv(name);
+}
+
+pool_usable_fn_t pool_prim_libc_usable_size_(void)
+{
+    /* RTLD_NEXT skips the pool's own definition (override.c), which is
+     * the one a plain call would reach. */
+    void *sym = dlsym(RTLD_NEXT, "malloc_usable_size");
+    pool_usable_fn_t fn;
+    memcpy(&fn, &sym, sizeof fn);
+    return fn;
 }
 
 size_t pool_prim_os_page_size_(void)

@@ -38,6 +38,10 @@ uint64_t pool_prim_now_ns_(void);
 void pool_prim_kill_self_(void) __attribute__((noreturn));
 /* The environment variable name, or NULL (getenv: no allocation). */
 const char *pool_prim_getenv_(const char *name);
+/* The C library's own malloc_usable_size (the next definition after the
+ * pool's), or NULL when the dynamic linker cannot name it. */
+typedef size_t (*pool_usable_fn_t)(void *);
+pool_usable_fn_t pool_prim_libc_usable_size_(void);
 /* The OS page size (valloc, pvalloc). */
 size_t pool_prim_os_page_size_(void);
 
