@@ -188,20 +188,27 @@ same_output "sort ($(wc -c <"$tmp/big.txt") bytes)" env LC_ALL=C sort "$tmp/big.
 same_output "sort -k2,2 -k1,1nr" env LC_ALL=C sort -k2,2 -k1,1nr "$tmp/big.txt"
 
 # git on this tree; a distribution tarball has no history, so then on a
-# repository made from its files.  A fixed revision keeps both runs equal
+# repository made from its sources.  A fixed revision keeps both runs equal
 # while others commit.
 export GIT_CONFIG_NOSYSTEM=1 HOME="$tmp" GIT_PAGER=cat
 repo=$srcdir
 if ! git -C "$repo" rev-parse -q --verify HEAD >/dev/null 2>&1; then
     repo=$tmp/repo
     mkdir "$repo"
-    cp -R "$srcdir"/. "$repo"/
+    # The sources only: make distcheck builds inside the unpacked tree.
+    for part in configure.ac Makefile.am shm src tests bench man; do
+        cp -R "$srcdir/$part" "$repo"/
+    done
     chmod -R u+w "$repo"    # make distcheck's source tree is read-only
     git -C "$repo" init -q
     git -C "$repo" add -A
-    GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@localhost GIT_AUTHOR_DATE=@0 \
-    GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@localhost GIT_COMMITTER_DATE=@0 \
-        git -C "$repo" commit -q -m tree
+    if ! GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@localhost \
+         GIT_AUTHOR_DATE=2000-01-01T00:00:00Z GIT_COMMITTER_NAME=t \
+         GIT_COMMITTER_EMAIL=t@localhost GIT_COMMITTER_DATE=2000-01-01T00:00:00Z \
+         git -C "$repo" commit -q -m tree; then
+        echo "preload: cannot make a git repository from $srcdir" >&2
+        exit 1
+    fi
 fi
 rev=$(git -C "$repo" rev-parse HEAD)
 same_output "git log --oneline | wc -l" sh -c "git -C '$repo' log --oneline $rev | wc -l"
