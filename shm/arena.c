@@ -140,7 +140,7 @@ static __thread bool tls_exited __attribute__((tls_model("initial-exec")));
 
 static void slot_release(pool_slot_sh_t *slot)
 {
-    __atomic_store_n(&slot->xstate, POOL_SLOT_FREE, __ATOMIC_RELEASE);
+    pool_atomic_store_release(&slot->xstate, POOL_SLOT_FREE);
 }
 
 /* Thread exit: flush the cache and give the slot back.  Runs only for the
@@ -237,9 +237,8 @@ pool_tcache_sh_t *pool_thread_setup_(void)
     for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
         pool_slot_sh_t *slot = &a->slots[i];
         uint32_t expect = POOL_SLOT_FREE;
-        if (__atomic_load_n(&slot->xstate, __ATOMIC_RELAXED) != POOL_SLOT_FREE ||
-            !__atomic_compare_exchange_n(&slot->xstate, &expect, POOL_SLOT_TAKEN, false,
-                                         __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        if (pool_atomic_load_relaxed(&slot->xstate) != POOL_SLOT_FREE ||
+            !pool_atomic_cas(&slot->xstate, &expect, POOL_SLOT_TAKEN))
             continue;
         slot->used = 1;
         slot->pid = pool_prim_getpid_();
@@ -301,7 +300,7 @@ int pool_create(size_t size)
     pool_pageheap_init_(a);
     pool_central_init_(a);
     /* Last: a header with the magic is a complete header. */
-    __atomic_store_n(&h->magic, POOL_MAGIC, __ATOMIC_RELEASE);
+    pool_atomic_store_release(&h->magic, POOL_MAGIC);
     return 0;
 }
 

@@ -165,7 +165,7 @@ void pool_central_release_(pool_arena_t *a, unsigned cls, void *head, uint32_t n
         leaving = a->spans[idx].next;
         a->spans[idx].next = POOL_NIL;
         if (pool_config_stats)
-            __atomic_add_fetch(&a->cstats[cls].spans_out, 1, __ATOMIC_RELAXED);
+            pool_atomic_inc(&a->cstats[cls].spans_out);
         pool_pageheap_free_(a, idx);
     }
 }
@@ -175,7 +175,7 @@ void pool_central_repair_(pool_arena_t *a, unsigned cls)
     pool_central_sh_t *c = &a->central[cls];
     c->head = POOL_NIL;
     c->nspans = c->nempty = 0;
-    uint32_t carved = __atomic_load_n(&a->ph->carved, __ATOMIC_ACQUIRE);
+    uint32_t carved = pool_atomic_load_acquire(&a->ph->carved);
     for (uint32_t p = 0; p < carved;) {
         pool_span_sh_t *s = &a->spans[p];
         if (s->npages == 0 || s->start != p)

@@ -46,8 +46,7 @@ static void spin_lock(pool_arena_t *a, pool_lock_sh_t *l, unsigned arg)
     bool contended = false;
     uint64_t t0 = 0;
     for (unsigned spins = 0;; spins++) {
-        if (__atomic_load_n(&l->xspin, __ATOMIC_RELAXED) == 0 &&
-            __atomic_exchange_n(&l->xspin, 1, __ATOMIC_ACQUIRE) == 0)
+        if (pool_atomic_load_relaxed(&l->xspin) == 0 && pool_atomic_xchg_acquire(&l->xspin, 1) == 0)
             break;
         if (!contended) {
             contended = true;
@@ -116,7 +115,7 @@ void pool_lock_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsig
 void pool_unlock_(pool_lock_sh_t *l, pool_lock_kind_t kind)
 {
     if (pool_config_spin && kind == POOL_LOCK_CENTRAL)
-        __atomic_store_n(&l->xspin, 0, __ATOMIC_RELEASE);
+        pool_atomic_store_release(&l->xspin, 0);
     else
         pthread_mutex_unlock(&l->mutex);
 }

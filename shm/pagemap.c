@@ -20,7 +20,7 @@ void pool_pagemap_set_class_(pool_arena_t *a, uint32_t start, uint32_t n, uint8_
 {
     pool_assert_internal((uint64_t)start + n <= a->npages);
     for (uint32_t i = 0; i < n; i++)
-        __atomic_store_n(&a->pm_class[start + i], cls, __ATOMIC_RELEASE);
+        pool_atomic_store_release(&a->pm_class[start + i], cls);
 }
 
 uint32_t pool_pagemap_page_(const pool_arena_t *a, const void *p)

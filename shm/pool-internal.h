@@ -43,9 +43,18 @@ static const bool pool_config_spin = POOL_CONFIG_SPINLOCK;
 #define POOL_CRASH_POINT(name) ((void)0)
 #endif
 
-/* Relaxed atomic helpers for the few shared counters touched without a lock. */
+/* The only way to touch the x-named fields (and the few other words read or
+ * written without their lock).  Counters are relaxed; state words publish
+ * with release and are read with acquire. */
 #define pool_atomic_inc(p) __atomic_add_fetch((p), 1, __ATOMIC_RELAXED)
-#define pool_atomic_load(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define pool_atomic_load_relaxed(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define pool_atomic_load_acquire(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define pool_atomic_store_release(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define pool_atomic_xchg_acquire(p, v) __atomic_exchange_n((p), (v), __ATOMIC_ACQUIRE)
+#define pool_atomic_cas(p, expect, v)                                         \
+    __atomic_compare_exchange_n((p), (expect), (v), false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)
+#define pool_atomic_or(p, v) __atomic_fetch_or((p), (v), __ATOMIC_RELAXED)
+#define pool_atomic_and(p, v) __atomic_fetch_and((p), (v), __ATOMIC_RELAXED)
 
 /* ------------------------------------------------------------------------ */
 /* libc.c                                                                    */

@@ -24,10 +24,10 @@ static void tcache_objects(pool_arena_t *a, uint64_t *per_class)
     memset(per_class, 0, sizeof(uint64_t) * POOL_NCLASSES);
     for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
         pool_slot_sh_t *slot = &a->slots[i];
-        if (__atomic_load_n(&slot->xstate, __ATOMIC_ACQUIRE) != POOL_SLOT_TAKEN)
+        if (pool_atomic_load_acquire(&slot->xstate) != POOL_SLOT_TAKEN)
             continue;
         for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
-            per_class[cls] += __atomic_load_n(&slot->tcache.bins[cls].len, __ATOMIC_RELAXED);
+            per_class[cls] += pool_atomic_load_relaxed(&slot->tcache.bins[cls].len);
     }
 }
 
@@ -38,8 +38,8 @@ void pool_usage(pool_usage_t *u)
     if (a->hdr == NULL)
         return;
     u->reserved = a->hdr->size;
-    u->fallbacks = __atomic_load_n(&a->hdr->xfallbacks, __ATOMIC_RELAXED);
-    u->foreign_frees = __atomic_load_n(&a->hdr->xforeign_frees, __ATOMIC_RELAXED);
+    u->fallbacks = pool_atomic_load_relaxed(&a->hdr->xfallbacks);
+    u->foreign_frees = pool_atomic_load_relaxed(&a->hdr->xforeign_frees);
 
     uint64_t cached_objs[POOL_NCLASSES];
     tcache_objects(a, cached_objs);
@@ -163,7 +163,7 @@ static void jp_slots(json_t *j, pool_arena_t *a)
               "\"fetches\":%lu,\"fetched\":%lu,\"releases\":%lu,\"released\":%lu,"
               "\"big_allocs\":%lu,\"big_frees\":%lu,\"fallbacks\":%lu}",
            first ? "" : ",", i, s->pid, s->tid,
-           __atomic_load_n(&s->xstate, __ATOMIC_RELAXED) == POOL_SLOT_TAKEN ? "true" : "false",
+           pool_atomic_load_relaxed(&s->xstate) == POOL_SLOT_TAKEN ? "true" : "false",
            (unsigned long)cached, (unsigned long)sum.allocs, (unsigned long)sum.frees,
            (unsigned long)(sum.allocs > sum.misses ? sum.allocs - sum.misses : 0),
            (unsigned long)sum.misses, (unsigned long)sum.fetches, (unsigned long)sum.fetched,

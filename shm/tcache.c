@@ -105,7 +105,7 @@ void pool_debug_on_alloc_(void *p)
     uint32_t oi;
     pool_span_sh_t *s = debug_object(p, &oi, "malloc");
     uint64_t bit = UINT64_C(1) << (oi % 64);
-    if (__atomic_fetch_or(&s->xheld[oi / 64], bit, __ATOMIC_RELAXED) & bit)
+    if (pool_atomic_or(&s->xheld[oi / 64], bit) & bit)
         pool_fatal_("malloc: %p handed out while a caller still holds it", p);
 #else
     (void)p;
@@ -118,7 +118,7 @@ void pool_debug_on_free_(void *p)
     uint32_t oi;
     pool_span_sh_t *s = debug_object(p, &oi, "free");
     uint64_t bit = UINT64_C(1) << (oi % 64);
-    if (!(__atomic_fetch_and(&s->xheld[oi / 64], ~bit, __ATOMIC_RELAXED) & bit))
+    if (!(pool_atomic_and(&s->xheld[oi / 64], ~bit) & bit))
         pool_fatal_("free: double free of %p (class %u)", p, s->cls);
 #else
     (void)p;
@@ -138,7 +138,7 @@ static void *fallback(size_t size, size_t align)
     pool_tcache_sh_t *tc = pool_tls_tcache_;
     if (pool_config_stats && tc != &pool_empty_tcache_)
         a->slots[tc->slot].stats.fallbacks++;
-    if (!__atomic_exchange_n(&fallback_logged, true, __ATOMIC_RELAXED))
+    if (!pool_atomic_xchg_acquire(&fallback_logged, true))
         pool_error_(0, "arena of %lu bytes is full; process %d serves from its private heap "
                     "(logged once)", (unsigned long)a->hdr->size, pool_prim_getpid_());
     return align <= 16 ? __libc_malloc(size) : __libc_memalign(align, size);
@@ -414,9 +414,9 @@ static size_t private_usable(const void *p)
 {
     static pool_usable_fn_t libc_usable;
     static bool resolved;
-    if (!__atomic_load_n(&resolved, __ATOMIC_ACQUIRE)) {
+    if (!pool_atomic_load_acquire(&resolved)) {
         libc_usable = pool_prim_libc_usable_size_();
-        __atomic_store_n(&resolved, true, __ATOMIC_RELEASE);
+        pool_atomic_store_release(&resolved, true);
     }
     if (libc_usable != NULL)
         return libc_usable((void *)p);
