@@ -136,7 +136,7 @@ static void arena_view(pool_header_sh_t *h)
 /* Threads and fork                                                          */
 /* ------------------------------------------------------------------------ */
 
-static __thread bool tls_exited __attribute__((tls_model("initial-exec")));
+__thread bool pool_tls_exited_ __attribute__((tls_model("initial-exec")));
 
 static void slot_release(pool_slot_sh_t *slot)
 {
@@ -152,7 +152,7 @@ static void thread_exit(void *arg)
         return;
     pool_tcache_flush_(&pool_arena_, &slot->tcache);
     pool_tls_tcache_ = &pool_empty_tcache_;
-    tls_exited = true;
+    pool_tls_exited_ = true;
     slot_release(slot);
 }
 
@@ -205,7 +205,7 @@ static void privatize_arena(void)
 
 static void fork_child(void)
 {
-    tls_exited = false;
+    pool_tls_exited_ = false;
     if (pool_proc_state_ == POOL_PROC_ATTACHED) {
         if (fork_gate[0] >= 0) {
             privatize_arena();
@@ -234,6 +234,8 @@ static void install_handlers(void)
 pool_tcache_sh_t *pool_thread_setup_(void)
 {
     pool_arena_t *a = &pool_arena_;
+    if (pool_tls_exited_)
+        return NULL;
     for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
         pool_slot_sh_t *slot = &a->slots[i];
         uint32_t expect = POOL_SLOT_FREE;
@@ -326,7 +328,7 @@ int pool_attach(void)
         return EAGAIN;
     }
     pool_crash_config_();
-    tls_exited = false;
+    pool_tls_exited_ = false;
     pool_tcache_sh_t *tc = pool_thread_setup_();
     if (tc == NULL)
         return EAGAIN;

@@ -186,6 +186,9 @@ extern pool_arena_t pool_arena_;
 extern pool_proc_state_t pool_proc_state_;
 extern __thread pool_tcache_sh_t *pool_tls_tcache_ __attribute__((tls_model("initial-exec")));
 extern pool_tcache_sh_t pool_empty_tcache_;
+/* The calling thread's exit destructor ran: it takes no slot again (other
+ * destructors that allocate after ours get the private heap). */
+extern __thread bool pool_tls_exited_ __attribute__((tls_model("initial-exec")));
 
 /* Layout version written into and expected from the header. */
 uint32_t pool_layout_version_(void);
@@ -193,7 +196,7 @@ uint32_t pool_layout_version_(void);
  * threads must not be using the pool. */
 void pool_destroy_(void);
 /* Give the calling thread a cache in a free slot.  Returns it, or NULL
- * when every slot is taken. */
+ * when every slot is taken or the thread is exiting. */
 pool_tcache_sh_t *pool_thread_setup_(void);
 /* Make every child forked from now on attach in the atfork child handler
  * (SHMPOOL_MODE=children). */

@@ -201,15 +201,15 @@ static void *alloc_big(pool_arena_t *a, pool_tcache_sh_t *tc, size_t size, size_
 }
 
 /* The calling thread's cache, set up on first use; NULL when the process is
- * not attached (or the thread is exiting, or no slot is free: those count as
- * fallbacks). */
+ * not attached, the thread is exiting, or no slot is free (only that last
+ * one counts as a fallback). */
 static pool_tcache_sh_t *thread_cache(bool *fell_back)
 {
     pool_tcache_sh_t *tc = pool_tls_tcache_;
     *fell_back = false;
     if (pool_likely(tc != &pool_empty_tcache_))
         return tc;
-    if (pool_proc_state_ != POOL_PROC_ATTACHED)
+    if (pool_proc_state_ != POOL_PROC_ATTACHED || pool_tls_exited_)
         return NULL;
     tc = pool_thread_setup_();
     if (tc == NULL)

@@ -205,6 +205,41 @@ END_TEST
 
 /* The child of an attached process that copies the arena at fork (as
  * SHMPOOL_MODE=process does) sees its heap as at fork, privately. */
+/* A destructor that runs after the pool's (a later key) still allocates
+ * and frees; the exiting thread must not take a slot again. */
+static pthread_key_t late_key;
+static void *late_block;
+
+static void late_destructor(void *arg)
+{
+    pool_free(arg);             /* an arena block, after the cache is gone */
+    late_block = pool_malloc(64); /* the private heap from here on */
+}
+
+static void *late_body(void *arg)
+{
+    (void)arg;
+    pool_free(pool_malloc(32)); /* takes a slot and registers the pool's key */
+    pthread_setspecific(late_key, pool_malloc(200));
+    return NULL;
+}
+
+START_TEST(test_thread_exit_destructors_after_ours)
+{
+    ck_assert_int_eq(pthread_key_create(&late_key, late_destructor), 0);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, late_body, NULL), 0);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    ck_assert_ptr_nonnull(late_block);
+    ck_assert(!pool_owns(late_block));
+    pool_free(late_block);
+    for (unsigned i = 0; i < POOL_MAX_SLOTS; i++)
+        if ((int)i != pool_slot())
+            ck_assert_msg(pool_arena_.slots[i].xstate == POOL_SLOT_FREE, "slot %u taken", i);
+    pool_test_assert_consistent();
+}
+END_TEST
+
 START_TEST(test_fork_child_detaches)
 {
     pool_fork_copies_(true);
@@ -323,6 +358,7 @@ Suite *make_tcache_suite(void)
     tcase_add_test(tc, test_random_sizes_keep_content);
     tcase_add_test(tc, test_calloc_and_realloc);
     tcase_add_test(tc, test_thread_exit_returns_slot);
+    tcase_add_test(tc, test_thread_exit_destructors_after_ours);
     tcase_add_test(tc, test_fork_child_detaches);
     tcase_add_test(tc, test_stats_json);
     tcase_set_timeout(tc, 30);
