@@ -21,6 +21,7 @@ shm_libshmpool_override_la_CFLAGS = $(POOL_CFLAGS)
 # preload.c (SHMPOOL_MODE and friends) is linked only into the .so: poold
 # creates its own arena and must not react to those variables.
 lib_LTLIBRARIES += shm/libshmpool.la
+include_HEADERS = shm/pool.h
 shm_libshmpool_la_SOURCES = shm/preload.c
 shm_libshmpool_la_CFLAGS = $(POOL_CFLAGS)
 shm_libshmpool_la_LIBADD = shm/libshmpool_override.la shm/libshmpool_core.la

@@ -97,7 +97,8 @@ static bool span_fits(const pool_arena_t *a, const pool_span_sh_t *s, uint32_t n
 static uint32_t find_free(pool_arena_t *a, uint32_t npages, uint32_t align)
 {
     pool_pageheap_sh_t *ph = a->ph;
-    for (unsigned l = npages < POOL_FREE_LISTS ? npages : POOL_FREE_LISTS; l < POOL_FREE_LISTS; l++) {
+    unsigned first = npages < POOL_FREE_LISTS ? npages : POOL_FREE_LISTS;
+    for (unsigned l = first; l < POOL_FREE_LISTS; l++) {
         if (!(ph->nonempty[l / 64] & (UINT64_C(1) << (l % 64)))) {
             /* Skip the rest of an empty word at once. */
             if ((ph->nonempty[l / 64] >> (l % 64)) == 0)
@@ -113,7 +114,8 @@ static uint32_t find_free(pool_arena_t *a, uint32_t npages, uint32_t align)
     uint32_t best = POOL_NIL;
     for (uint32_t i = ph->heads[0]; i != POOL_NIL; i = a->spans[i].next) {
         const pool_span_sh_t *s = &a->spans[i];
-        if (span_fits(a, s, npages, align) && (best == POOL_NIL || s->npages < a->spans[best].npages))
+        if (span_fits(a, s, npages, align) &&
+            (best == POOL_NIL || s->npages < a->spans[best].npages))
             best = i;
     }
     return best;

@@ -54,7 +54,8 @@ void pool_usage(pool_usage_t *u)
         pool_unlock_(&c->lock, POOL_LOCK_CENTRAL);
         uint64_t handed = spans * k->count - free_objs;
         uint64_t tc = cached_objs[cls] < handed ? cached_objs[cls] : handed;
-        uint64_t tail = spans * ((uint64_t)k->pages * POOL_PAGE_SIZE - (uint64_t)k->count * k->size);
+        uint64_t span_bytes = (uint64_t)k->pages * POOL_PAGE_SIZE;
+        uint64_t tail = spans * (span_bytes - (uint64_t)k->count * k->size);
         in_use += (handed - tc) * k->size;
         /* A span's tail past its last object is counted as cached: it is
          * held by the class, not by any caller. */

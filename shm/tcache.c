@@ -438,7 +438,8 @@ size_t pool_usable_size(const void *p)
     pool_span_sh_t *s = pool_pagemap_span_(a, p);
     if (s == NULL || s->state != POOL_SPAN_BIG)
         return 0;
-    return ((size_t)s->npages << POOL_PAGE_SHIFT) - ((uintptr_t)p - (uintptr_t)pool_span_addr(a, s));
+    uintptr_t into = (uintptr_t)p - (uintptr_t)pool_span_addr(a, s);
+    return ((size_t)s->npages << POOL_PAGE_SHIFT) - into;
 }
 
 void *pool_realloc(void *p, size_t size)
