@@ -408,26 +408,37 @@ static int conn_read_body(pd_conn_t *c)
     return STEP_DONE;
 }
 
-/* Answer everything complete in the input, then write once. */
+/* Answer everything complete in the input, then write once.  When the
+ * output backlog stopped the answering and the write then took all of it,
+ * go on with the rest of the input: no event would come to resume it. */
 static void conn_process(pd_conn_t *c)
 {
-    while (!c->closing && c->state != C_LINGER) {
-        int step;
+    for (;;) {
+        bool backlog = false;
 
-        if (evbuffer_get_length(c->out) >= PD_OUT_HIGH)
-            break;  /* the client is not reading: stop until it does */
-        if (evbuffer_get_length(c->in) == 0)
-            break;
-        step = c->state == C_HEAD ? conn_read_head(c) : conn_read_body(c);
-        if (step == STEP_CLOSED)
+        while (!c->closing && c->state != C_LINGER) {
+            int step;
+
+            if (evbuffer_get_length(c->out) >= PD_OUT_HIGH) {
+                backlog = true;     /* the client is not reading: wait */
+                break;
+            }
+            if (evbuffer_get_length(c->in) == 0)
+                break;
+            step = c->state == C_HEAD ? conn_read_head(c) : conn_read_body(c);
+            if (step == STEP_CLOSED)
+                return;
+            if (step == STEP_MORE)
+                break;
+        }
+        if (c->state != C_LINGER)
+            conn_set_reading(c, !c->closing && !backlog);
+        conn_update_timer(c);
+        if (conn_flush(c) != PD_OK)
             return;
-        if (step == STEP_MORE)
-            break;
+        if (!backlog || c->writing || c->closing || c->state == C_LINGER)
+            return;
     }
-    if (c->state != C_LINGER)
-        conn_set_reading(c, !c->closing && evbuffer_get_length(c->out) < PD_OUT_HIGH);
-    conn_update_timer(c);
-    conn_flush(c);
 }
 
 /* ======================================================================== */

@@ -775,6 +775,66 @@ START_TEST(test_idle_timeout)
 }
 END_TEST
 
+/* A client that pipelines far more than it reads: the worker stops reading
+ * from it, keeps serving others, and drops it once it has not taken any
+ * output for --idle-timeout. */
+START_TEST(test_slow_reader)
+{
+    static const char req[] = "GET /heavy HTTP/1.1\r\nHost: t\r\n\r\n";
+    const size_t count = 10000;
+    srv_t s;
+    cl_t *slow, *other;
+    resp_t r;
+    size_t sent = 0, got = 0, one;
+    long t0;
+
+    srv_start(&s, "1", "--idle-timeout", "0.5", NULL);
+    other = cl_open(s.port);
+    cl_sends(other, req);
+    cl_response(other, &r, false, 3000);
+    one = strlen(r.head) + r.body_len;
+
+    slow = cl_open(s.port);
+    t0 = now_ms();
+    while (sent < count * (sizeof(req) - 1) && now_ms() - t0 < 3000) {
+        size_t off = sent % (sizeof(req) - 1);
+        ssize_t n = send(slow->fd, req + off, sizeof(req) - 1 - off, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+        if (n > 0)
+            sent += (size_t)n;
+        else
+            sleep_ms(5);
+    }
+
+    /* The worker still answers someone else at once. */
+    t0 = now_ms();
+    cl_sends(other, req);
+    cl_response(other, &r, false, 3000);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_int_lt(now_ms() - t0, 1000);
+
+    sleep_ms(1500);
+    /* Whatever was queued drains, then the connection ends early. */
+    t0 = now_ms();
+    for (;;) {
+        ssize_t n = cl_fill(slow, 3000);
+
+        if (n <= 0) {
+            ck_assert_msg(n != -1, "still open after %zu bytes", got);
+            break;
+        }
+        got += (size_t)n;
+        slow->len = 0;
+        ck_assert_int_lt(now_ms() - t0, 10000);
+    }
+    ck_assert_msg(got < (sent / (sizeof(req) - 1)) * one,
+                  "all %zu responses were delivered: not dropped", sent / (sizeof(req) - 1));
+    cl_close(slow);
+    cl_close(other);
+    srv_stop(&s);
+}
+END_TEST
+
 START_TEST(test_max_conns)
 {
     srv_t s;
@@ -1096,6 +1156,7 @@ Suite *make_e2e_suite(void)
     tcase_add_test(limits, test_limits);
     tcase_add_test(limits, test_slowloris);
     tcase_add_test(limits, test_idle_timeout);
+    tcase_add_test(limits, test_slow_reader);
     tcase_add_test(limits, test_max_conns);
     suite_add_tcase(s, limits);
 
