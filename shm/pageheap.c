@@ -300,31 +300,84 @@ void pool_pageheap_free_(pool_arena_t *a, uint32_t idx)
     pool_unlock_(&ph->lock, POOL_LOCK_PAGEHEAP);
 }
 
-void pool_pageheap_repair_(pool_arena_t *a)
+/* Repair, pass 1: make the descriptors tile [0, carved) again.  A dead
+ * owner may have left two free neighbours unmerged, a merged span whose
+ * absorbed descriptor is still live, or a span whose class bytes were
+ * already cleared.  Returns the first page it could not make sense of
+ * (carved when all is well). */
+static uint32_t repair_tiling(pool_arena_t *a)
 {
     pool_pageheap_sh_t *ph = a->ph;
-    for (unsigned l = 0; l < POOL_FREE_LISTS; l++)
-        ph->heads[l] = POOL_NIL;
-    memset(ph->nonempty, 0, sizeof ph->nonempty);
-    ph->free_pages = ph->returned_pages = ph->small_pages = ph->big_pages = 0;
+    uint32_t prev_free = POOL_NIL;
     uint32_t p = 0;
     while (p < ph->carved) {
         pool_span_sh_t *s = &a->spans[p];
         if (s->state == POOL_SPAN_NONE || s->npages == 0 || s->start != p ||
-            (uint64_t)p + s->npages > ph->carved) {
-            /* Pages past a broken descriptor are quarantined: never handed
-             * out again rather than risk handing them out twice. */
-            pool_error_(0, "page heap repair: bad span at page %u; pages %u..%u quarantined",
-                        p, p, ph->carved - 1);
-            break;
+            (uint64_t)p + s->npages > ph->carved)
+            return p;
+        uint32_t last = p + s->npages - 1;
+        for (uint32_t q = p + 1; q <= last; q++)
+            if (a->spans[q].state != POOL_SPAN_NONE)
+                a->spans[q].state = POOL_SPAN_NONE;
+        if (s->state == POOL_SPAN_FREE && prev_free != POOL_NIL) {
+            pool_span_sh_t *l = &a->spans[prev_free];
+            l->npages += s->npages;
+            l->returned = l->returned && s->returned;
+            s->state = POOL_SPAN_NONE;
+            s->npages = 0;
+            a->pm_span[last] = prev_free;
+            p = last + 1;
+            continue;
         }
+        if (s->state == POOL_SPAN_FREE) {
+            a->pm_span[p] = p;
+            a->pm_span[last] = p;
+            pool_pagemap_set_class_(a, p, s->npages, 0);
+            prev_free = p;
+        } else {
+            /* A span being freed when its owner died stays in use (and
+             * leaks) rather than risk being handed out twice. */
+            pool_pagemap_set_span_(a, p, s->npages, p);
+            pool_pagemap_set_class_(a, p, s->npages, s->cls);
+            prev_free = POOL_NIL;
+        }
+        p = last + 1;
+    }
+    return ph->carved;
+}
+
+void pool_pageheap_repair_(pool_arena_t *a)
+{
+    pool_pageheap_sh_t *ph = a->ph;
+    uint32_t good = repair_tiling(a);
+    if (good < ph->carved) {
+        /* Pages past a broken descriptor are quarantined: never handed out
+         * again rather than risk handing them out twice. */
+        pool_error_(0, "page heap repair: bad span at page %u; pages %u..%u quarantined", good,
+                    good, ph->carved - 1);
+        pool_span_sh_t *q = &a->spans[good];
+        q->start = good;
+        q->npages = ph->carved - good;
+        q->state = POOL_SPAN_BIG;
+        q->cls = 0;
+        q->listed = 0;
+        q->owner = POOL_NO_SLOT;
+        for (uint32_t p = good + 1; p < ph->carved; p++)
+            a->spans[p].state = POOL_SPAN_NONE;
+        pool_pagemap_set_span_(a, good, q->npages, good);
+        pool_pagemap_set_class_(a, good, q->npages, 0);
+    }
+    for (unsigned l = 0; l < POOL_FREE_LISTS; l++)
+        ph->heads[l] = POOL_NIL;
+    memset(ph->nonempty, 0, sizeof ph->nonempty);
+    ph->free_pages = ph->returned_pages = ph->small_pages = ph->big_pages = 0;
+    for (uint32_t p = 0; p < ph->carved; p += a->spans[p].npages) {
+        pool_span_sh_t *s = &a->spans[p];
         switch (s->state) {
         case POOL_SPAN_FREE:
             ph->free_pages += s->npages;
             if (s->returned)
                 ph->returned_pages += s->npages;
-            a->pm_span[p] = p;
-            a->pm_span[p + s->npages - 1] = p;
             list_push(a, p);
             break;
         case POOL_SPAN_SMALL:
@@ -334,6 +387,5 @@ void pool_pageheap_repair_(pool_arena_t *a)
             ph->big_pages += s->npages;
             break;
         }
-        p += s->npages;
     }
 }
