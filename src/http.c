@@ -51,6 +51,20 @@ static bool pd_is_hex(unsigned char c, unsigned *v)
     return true;
 }
 
+/* Host = uri-host [ ":" port ]: reg-name, IPv4 or IP-literal characters
+ * (RFC 3986 unreserved, pct-encoded, sub-delims, ':' and brackets). */
+static bool pd_host_is_valid(const char *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)v[i];
+
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              strchr("-._~%!$&'()*+,;=:[]", c) != NULL) || c == '\0')
+            return false;
+    }
+    return true;
+}
+
 static bool pd_name_is(const pd_header_t *h, const char *name)
 {
     size_t n = strlen(name);
@@ -286,6 +300,8 @@ static int pd_check_semantics(pd_request_t *req, const pd_limits_t *lim)
         while (h->vlen > 0 && (h->value[h->vlen - 1] == ' ' || h->value[h->vlen - 1] == '\t'))
             h->vlen--;
         if (pd_name_is(h, "host")) {
+            if (!pd_host_is_valid(h->value, h->vlen))
+                return 400;
             hosts++;
         } else if (pd_name_is(h, "content-length")) {
             uint64_t cl;

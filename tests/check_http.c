@@ -80,6 +80,9 @@ START_TEST(test_parse_good)
     ck_assert_uint_eq(req.path_len, 6);
     ck_assert(memcmp(req.path, "/stats", 6) == 0);
     ck_assert_int_eq(parse("GET http://example.test HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+    ck_assert_int_eq(parse("GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n"), 0);
+    ck_assert_int_eq(parse("GET / HTTP/1.1\r\nHost: xn--d1a.example_1.test:80\r\n\r\n"), 0);
+    ck_assert_int_eq(parse("GET / HTTP/1.1\r\nHost:\r\n\r\n"), 0);   /* empty is allowed */
     ck_assert_uint_eq(req.path_len, 1);
 }
 END_TEST
@@ -101,6 +104,9 @@ static const struct {
     {"GET / HTTP/1.1\r\n\r\n", 400},
     {"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400},
     {"GET / HTTP/1.0\r\nHost: a\r\nhost: a\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: a\"b\r\n\r\n", 400},
     {"GET / HTTP/1.1\r\nHost: a\r\nX-Foo : bar\r\n\r\n", 400},
     {"GET / HTTP/1.1\r\nHost: a\r\n: bar\r\n\r\n", 400},
     {"GET / HTTP/1.1\r\nHost: a\r\nX-Foo: bar\r\n folded\r\n\r\n", 400},
