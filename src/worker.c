@@ -44,7 +44,7 @@ static void worker_on_accept(evutil_socket_t lfd, short what, void *arg)
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
             if (errno == EAGAIN)
-                return;     /* another worker took it, or the queue is empty */
+                return;     /* the queue is empty */
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
                 /* Out of descriptors or memory: pausing beats spinning on a
                  * socket that stays readable. */
