@@ -1,2 +1,10 @@
 # Benchmarks are built by `make` but never run by `make check`.
 include bench/pool.mk
+
+# --- bench/ab: the server A/B harness (bench/README.md, section bench/ab) ---
+# nreq sends an exact number of requests, so that server-side CPU time,
+# instructions and page faults can be divided by it.
+noinst_PROGRAMS += bench/nreq
+bench_nreq_SOURCES = bench/nreq.c
+EXTRA_DIST += bench/ab bench/ab-wrk.lua bench/ab-plot.gp
+# --- end bench/ab ---
