@@ -20,18 +20,18 @@ set -eu
 usage() {
     cat <<EOF
 usage: callgrind.sh [-b BUILDDIR] [-w "WORKLOAD ..."] [-a "ALLOCATOR ..."] [-n N1] [-N N2]
-  workloads:  fixed16 heavy (default: both)
+  workloads:  fixed16 batch random256 random8k heavy (default: fixed16 heavy)
   allocators: pool pool-direct glibc jemalloc tcmalloc mimalloc
               (default: pool glibc jemalloc tcmalloc mimalloc pool-direct)
-  N1, N2:     pair counts (default 138000 and 1104000, whole heavy rounds)
+  N1, N2:     pair counts (default 95000 and 760000, whole heavy rounds)
 EOF
 }
 
 build=.
 workloads="fixed16 heavy"
 allocators="pool glibc jemalloc tcmalloc mimalloc pool-direct"
-n1=138000
-n2=1104000
+n1=95000
+n2=760000
 while getopts b:w:a:n:N:h opt; do
     case $opt in
     b) build=$OPTARG ;;

@@ -4,6 +4,6 @@
 # an allocator under LD_PRELOAD) and its `pool` is called directly.
 
 noinst_PROGRAMS += bench/poolbench
-bench_poolbench_SOURCES = bench/poolbench.c
+bench_poolbench_SOURCES = bench/poolbench.c bench/pb-workloads.c bench/poolbench.h
 bench_poolbench_LDADD = shm/libshmpool_core.la
-EXTRA_DIST += bench/README.md bench/callgrind.sh
+EXTRA_DIST += bench/README.md bench/callgrind.sh bench/poolbench-all.sh

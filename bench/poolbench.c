@@ -1,143 +1,339 @@
 /* poolbench: the allocator alone, without the server around it.
  *
- * Each workload is a loop of malloc+free pairs, compiled once per allocator
- * so that every variant calls its allocator directly: `pool` calls
- * pool_malloc/pool_free in an arena this process created and attached to;
- * `malloc` calls malloc/free, i.e. glibc or whatever LD_PRELOAD put there;
- * `none` is the same loop around an allocator that does nothing, whose cost
- * callgrind.sh subtracts.  Two modes: timed (R runs per allocator, runs of
- * the allocators interleaved, ns per pair as median and min-max) and
- * --pairs N (exactly N pairs and one line, for instruction counting).
+ * The workloads (pb-workloads.c) are compiled once per allocator: `pool`
+ * calls pool_malloc/pool_free in an arena this process created, `malloc`
+ * calls malloc/free (glibc or whatever LD_PRELOAD put there), `none` is the
+ * same loop around an allocator that does nothing.  This file runs them:
+ * timed (N workers as processes sharing the arena, -P, or threads of one
+ * process, -T; pinned; a barrier starts every run; R runs, the allocators
+ * interleaved run by run; median and min-max), counted (--pairs N: exactly
+ * N pairs in this thread, for callgrind), or with --stats in a stats build
+ * (the pool's counters per workload, never timed).
  */
 #include "config.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "pool.h"
+#include "poolbench.h"
 
-/* An empty asm that takes the pointer: the compiler must assume it is used,
- * so it can neither drop the malloc/free pair nor merge iterations. */
-#define PB_ESCAPE(p) __asm__ volatile("" : : "r"(p) : "memory")
-
-enum { PB_POOL, PB_MALLOC, PB_NONE, PB_N_ALLOCATORS };
 static const char *const pb_allocator_name[PB_N_ALLOCATORS] = {
     "pool", "malloc", "none"
 };
 
+#define PB_MAX_WORKERS 64
+
+typedef struct pb_options_s {
+    const pb_workload_t *workload;  /* NULL: all */
+    int allocator;                  /* -1: pool and malloc */
+    uint64_t pairs;                 /* 0: timed mode */
+    int runs;
+    double scale;                   /* of every workload's pairs per run */
+    unsigned workers;
+    bool processes;                 /* -P; else -T */
+    bool csv, markdown, stats;
+    const char *label;              /* the malloc arm's name in the output */
+} pb_options_t;
+
 /* ------------------------------------------------------------------------ */
-/* Workloads                                                                 */
+/* Memory every worker sees                                                  */
 /* ------------------------------------------------------------------------ */
 
-/* The /heavy request's allocations: a header map of 134 nodes of 96-112 B
- * and four 1 KiB buffers, all allocated, then all freed. */
-#define HEAVY_NODES 134
-#define HEAVY_BUFFERS 4
-#define HEAVY_OBJECTS (HEAVY_NODES + HEAVY_BUFFERS)
+typedef struct pb_result_s {
+    int64_t t_begin, t_end;
+    int64_t phase_ns[2];
+    long minflt;                    /* minor page faults of the whole run */
+    pb_mem_t mem;
+} pb_result_t;
 
-static size_t heavy_size[HEAVY_OBJECTS];
+typedef struct pb_shared_s {
+    pthread_barrier_t start;        /* after set-up, and before every run */
+    pthread_barrier_t inner;        /* the workloads' own (frag) */
+    _Atomic int failed;             /* a worker could not set up */
+    pb_ring_t ring[PB_MAX_WORKERS]; /* ring i: worker i to worker i+1 */
+    pb_result_t result[];           /* [run][allocator][worker] */
+} pb_shared_t;
 
-static void heavy_init(void)
+/* One set of workers running one workload on one or two allocators. */
+typedef struct pb_cell_s {
+    const pb_options_t *o;
+    const pb_workload_t *w;
+    int alloc[2];
+    int nalloc;
+    int nruns;                      /* the warm-up run 0, then o->runs */
+    uint64_t pairs, warm_pairs;     /* per worker */
+    pb_shared_t *sh;
+    size_t sh_size;
+} pb_cell_t;
+
+static pb_result_t *result_at(const pb_cell_t *cell, int run, int k, unsigned worker)
 {
-    for (unsigned i = 0; i < HEAVY_NODES; i++)
-        heavy_size[i] = 96 + 8 * (i % 3);
-    for (unsigned i = HEAVY_NODES; i < HEAVY_OBJECTS; i++)
-        heavy_size[i] = 1024;
+    return &cell->sh->result[((size_t)run * (size_t)cell->nalloc + (size_t)k) *
+                             cell->o->workers + worker];
 }
 
-/* The do-nothing allocator: noinline, so the loop around it keeps its calls
- * and costs what it costs around a real allocator. */
-static char none_area[2048] __attribute__((aligned(64)));
-
-static __attribute__((noinline)) void *none_malloc(size_t n)
+static bool cell_uses_pool(const pb_cell_t *cell)
 {
-    PB_ESCAPE(n);
-    return none_area;
+    for (int k = 0; k < cell->nalloc; k++)
+        if (cell->alloc[k] == PB_POOL)
+            return true;
+    return false;
 }
 
-static __attribute__((noinline)) void none_free(void *p)
+static pb_shared_t *shared_map(size_t size)
 {
-    PB_ESCAPE(p);
+    void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    return m == MAP_FAILED ? NULL : m;
 }
 
-/* One copy of every workload per allocator.  A "pair" is one malloc and
- * its free; a heavy round is HEAVY_OBJECTS pairs, and a count that is not
- * a multiple of it ends with a partial round. */
-#define PB_DEFINE_WORKLOADS(tag, MALLOC, FREE)                               \
-    static void fixed16_##tag(uint64_t pairs)                                \
-    {                                                                        \
-        for (uint64_t i = 0; i < pairs; i++) {                               \
-            void *p = MALLOC(16);                                            \
-            PB_ESCAPE(p);                                                    \
-            FREE(p);                                                         \
-        }                                                                    \
-    }                                                                        \
-    static void heavy_##tag(uint64_t pairs)                                  \
-    {                                                                        \
-        void *obj[HEAVY_OBJECTS];                                            \
-        while (pairs > 0) {                                                  \
-            unsigned n = pairs < HEAVY_OBJECTS ? (unsigned)pairs             \
-                                               : HEAVY_OBJECTS;              \
-            for (unsigned i = 0; i < n; i++) {                               \
-                obj[i] = MALLOC(heavy_size[i]);                              \
-                PB_ESCAPE(obj[i]);                                           \
-            }                                                                \
-            for (unsigned i = 0; i < n; i++)                                 \
-                FREE(obj[i]);                                                \
-            pairs -= n;                                                      \
-        }                                                                    \
+static int barrier_init_shared(pthread_barrier_t *b, unsigned n)
+{
+    pthread_barrierattr_t at;
+    int rc = pthread_barrierattr_init(&at);
+    if (rc == 0 && (rc = pthread_barrierattr_setpshared(&at, PTHREAD_PROCESS_SHARED)) == 0)
+        rc = pthread_barrier_init(b, &at, n);
+    pthread_barrierattr_destroy(&at);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Workers                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Worker i on CPU i mod the online CPUs.  Failing to pin is worth one line,
+ * not a refusal: a restricted cpuset still gives a measurement. */
+static void pin(unsigned i)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET((int)(i % (unsigned)(n > 0 ? n : 1)), &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0 && i == 0)
+        fprintf(stderr, "poolbench: cannot pin workers (%s); running unpinned\n",
+                strerror(errno));
+}
+
+/* This thread's minor page faults so far: the pages an allocator hands
+ * out fresh (or got back from the OS) show up here. */
+static long minor_faults(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_minflt : 0;
+}
+
+/* Everything worker i does: set up, then every run of every allocator,
+ * each started by the shared barrier.  Returns 0, or 1 when set-up failed
+ * (in this worker or another). */
+static int pb_worker(const pb_cell_t *cell, unsigned i)
+{
+    pb_shared_t *sh = cell->sh;
+    const pb_options_t *o = cell->o;
+    bool attached = false;
+    int rc = 1;
+
+    pin(i);
+    void **scratch = mmap(NULL, PB_SCRATCH_SLOTS * sizeof(void *), PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (scratch == MAP_FAILED) {
+        fprintf(stderr, "poolbench: worker %u: mmap: %s\n", i, strerror(errno));
+        atomic_store(&sh->failed, 1);
+        scratch = NULL;
     }
-
-PB_DEFINE_WORKLOADS(pool, pool_malloc, pool_free)
-PB_DEFINE_WORKLOADS(malloc, malloc, free)
-PB_DEFINE_WORKLOADS(none, none_malloc, none_free)
-
-typedef void (*pb_loop_fn)(uint64_t pairs);
-
-typedef struct pb_workload_s {
-    const char *name;
-    const char *what;                       /* one line for --help */
-    pb_loop_fn loop[PB_N_ALLOCATORS];       /* indexed by PB_POOL ... */
-    uint64_t timed_pairs;                   /* per timed run */
-} pb_workload_t;
-
-static const pb_workload_t pb_workloads[] = {
-    { "fixed16", "malloc(16) and free it, again and again",
-      { fixed16_pool, fixed16_malloc, fixed16_none }, 5000000 },
-    { "heavy", "allocate 134 objects of 96-112 B and 4 of 1 KiB, free all",
-      { heavy_pool, heavy_malloc, heavy_none }, 5000000 },
-};
-#define PB_N_WORKLOADS (sizeof pb_workloads / sizeof pb_workloads[0])
-
-/* ------------------------------------------------------------------------ */
-/* Running and timing                                                        */
-/* ------------------------------------------------------------------------ */
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    if (o->processes && cell_uses_pool(cell)) {
+        int e = pool_attach();
+        if (e != 0) {
+            fprintf(stderr, "poolbench: worker %u cannot attach to the arena: %s\n", i,
+                    strerror(e));
+            atomic_store(&sh->failed, 1);
+        } else {
+            attached = true;
+        }
+    }
+    pthread_barrier_wait(&sh->start);
+    if (atomic_load(&sh->failed))
+        goto out;
+    for (int r = 0; r < cell->nruns; r++)
+        for (int k = 0; k < cell->nalloc; k++) {
+            pb_ctx_t c = {
+                .worker = i,
+                .pairs = r == 0 ? cell->warm_pairs : cell->pairs,
+                .seq = (uint64_t)(r * cell->nalloc + k + 1),
+                .scratch = scratch,
+                .in = &sh->ring[(i + o->workers - 1) % o->workers],
+                .out = &sh->ring[i],
+                .barrier = &sh->inner,
+                .measure = o->processes || i == 0,
+            };
+            pthread_barrier_wait(&sh->start);
+            long f0 = minor_faults();
+            cell->w->loop[cell->alloc[k]](&c);
+            pb_result_t *res = result_at(cell, r, k, i);
+            res->minflt = minor_faults() - f0;
+            res->t_begin = c.t_begin;
+            res->t_end = c.t_end;
+            res->phase_ns[0] = c.phase_ns[0];
+            res->phase_ns[1] = c.phase_ns[1];
+            res->mem = c.mem;
+        }
+    rc = 0;
+out:
+    if (attached)
+        pool_detach();
+    if (scratch != NULL)
+        munmap(scratch, PB_SCRATCH_SLOTS * sizeof(void *));
+    return rc;
 }
 
-/* Run `pairs` pairs of workload w on allocator a in this process; returns
- * the elapsed nanoseconds. */
-static int64_t pb_run(const pb_workload_t *w, int a, uint64_t pairs)
+typedef struct pb_thread_arg_s {
+    const pb_cell_t *cell;
+    unsigned worker;
+    int rc;
+} pb_thread_arg_t;
+
+static void *pb_thread(void *arg)
 {
-    int64_t t0 = now_ns();
-    w->loop[a](pairs);
-    return now_ns() - t0;
+    pb_thread_arg_t *t = arg;
+    t->rc = pb_worker(t->cell, t->worker);
+    return NULL;
 }
+
+/* -T: worker 0 is this thread, the others are new threads. */
+static int run_threads(const pb_cell_t *cell)
+{
+    unsigned n = cell->o->workers;
+    pthread_t tid[PB_MAX_WORKERS];
+    pb_thread_arg_t arg[PB_MAX_WORKERS];
+    cpu_set_t saved;
+    bool restore = sched_getaffinity(0, sizeof saved, &saved) == 0;
+    int rc = 0;
+
+    for (unsigned i = 1; i < n; i++) {
+        arg[i] = (pb_thread_arg_t){ cell, i, 0 };
+        int e = pthread_create(&tid[i], NULL, pb_thread, &arg[i]);
+        if (e != 0) {
+            /* The barrier counts n; without every thread nobody can pass. */
+            fprintf(stderr, "poolbench: pthread_create: %s\n", strerror(e));
+            exit(1);
+        }
+    }
+    rc = pb_worker(cell, 0);
+    for (unsigned i = 1; i < n; i++) {
+        pthread_join(tid[i], NULL);
+        rc |= arg[i].rc;
+    }
+    if (restore)
+        sched_setaffinity(0, sizeof saved, &saved);
+    return rc;
+}
+
+/* -P: one child per worker.  A child that dies abnormally leaves the
+ * others waiting at a barrier, so they are killed (by pid) and the cell
+ * fails. */
+static int run_processes(const pb_cell_t *cell)
+{
+    unsigned n = cell->o->workers;
+    pid_t pid[PB_MAX_WORKERS];
+    unsigned live = 0;
+    int rc = 0;
+
+    fflush(NULL);
+    for (unsigned i = 0; i < n; i++) {
+        pid[i] = fork();
+        if (pid[i] == 0)
+            _exit(pb_worker(cell, i));
+        if (pid[i] < 0) {
+            fprintf(stderr, "poolbench: fork: %s\n", strerror(errno));
+            for (unsigned j = 0; j < i; j++)
+                kill(pid[j], SIGKILL);
+            for (unsigned j = 0; j < i; j++)
+                waitpid(pid[j], NULL, 0);
+            return 1;
+        }
+        live++;
+    }
+    while (live > 0) {
+        int status;
+        pid_t p = waitpid(-1, &status, 0);
+        if (p < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        unsigned i = 0;
+        while (i < n && pid[i] != p)
+            i++;
+        if (i == n)
+            continue;
+        pid[i] = 0;
+        live--;
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+            continue;
+        if (WIFSIGNALED(status))
+            fprintf(stderr, "poolbench: worker %u (pid %d) died of signal %d\n", i, (int)p,
+                    WTERMSIG(status));
+        else if (WEXITSTATUS(status) != 1)
+            fprintf(stderr, "poolbench: worker %u (pid %d) exited with %d\n", i, (int)p,
+                    WEXITSTATUS(status));
+        rc = 1;
+        for (unsigned j = 0; j < n; j++)
+            if (pid[j] > 0)
+                kill(pid[j], SIGKILL);
+    }
+    return rc;
+}
+
+/* Set up the shared memory for a cell and run its workers. */
+static int run_cell(pb_cell_t *cell)
+{
+    const pb_options_t *o = cell->o;
+    size_t nres = (size_t)cell->nruns * (size_t)cell->nalloc * o->workers;
+    cell->sh_size = sizeof(pb_shared_t) + nres * sizeof(pb_result_t);
+    cell->sh = shared_map(cell->sh_size);
+    if (cell->sh == NULL) {
+        fprintf(stderr, "poolbench: mmap: %s\n", strerror(errno));
+        return 1;
+    }
+    int e = barrier_init_shared(&cell->sh->start, o->workers);
+    if (e == 0)
+        e = barrier_init_shared(&cell->sh->inner, o->workers);
+    if (e != 0) {
+        fprintf(stderr, "poolbench: pthread_barrier_init: %s\n", strerror(e));
+        return 1;
+    }
+    return o->processes ? run_processes(cell) : run_threads(cell);
+}
+
+static void cell_free(pb_cell_t *cell)
+{
+    if (cell->sh != NULL) {
+        pthread_barrier_destroy(&cell->sh->start);
+        pthread_barrier_destroy(&cell->sh->inner);
+        munmap(cell->sh, cell->sh_size);
+        cell->sh = NULL;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Summaries and output                                                      */
+/* ------------------------------------------------------------------------ */
 
 typedef struct pb_summary_s {
-    double median, min, max;    /* ns per pair */
+    double median, min, max;    /* ns per pair: runs' mean over workers */
+    double wall_ms;             /* median over runs: first start to last end */
+    double faults_per_kpair;    /* median over runs, all workers */
 } pb_summary_t;
 
 static int cmp_double(const void *a, const void *b)
@@ -146,113 +342,440 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static pb_summary_t pb_summarise(double *ns, int runs)
+static double median_of(double *v, int n)
 {
-    qsort(ns, (size_t)runs, sizeof *ns, cmp_double);
-    pb_summary_t s = { ns[runs / 2], ns[0], ns[runs - 1] };
-    if (runs % 2 == 0)
-        s.median = (ns[runs / 2 - 1] + ns[runs / 2]) / 2;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* phase -1: the whole timed part; 0, 1: batch's malloc and free phases. */
+static pb_summary_t summarise(const pb_cell_t *cell, int k, int phase)
+{
+    int runs = cell->o->runs;
+    unsigned n = cell->o->workers;
+    double ns[1000], wall[1000], flt[1000];
+    pb_summary_t s;
+
+    for (int r = 1; r <= runs; r++) {
+        double sum = 0, faults = 0;
+        int64_t first = INT64_MAX, last = INT64_MIN;
+        for (unsigned i = 0; i < n; i++) {
+            const pb_result_t *res = result_at(cell, r, k, i);
+            int64_t t = phase < 0 ? res->t_end - res->t_begin : res->phase_ns[phase];
+            sum += (double)t / (double)cell->pairs;
+            faults += (double)res->minflt;
+            if (res->t_begin < first)
+                first = res->t_begin;
+            if (res->t_end > last)
+                last = res->t_end;
+        }
+        ns[r - 1] = sum / n;
+        wall[r - 1] = (double)(last - first) / 1e6;
+        flt[r - 1] = faults * 1000 / ((double)cell->pairs * n);
+    }
+    s.median = median_of(ns, runs);
+    s.min = ns[0];
+    s.max = ns[runs - 1];
+    s.wall_ms = median_of(wall, runs);
+    s.faults_per_kpair = median_of(flt, runs);
     return s;
 }
 
-/* Create and attach to an arena, once, before the first pool run. */
-static int pb_pool_ready(void)
+/* frag's figures from the last run: each process's own under -P, summed
+ * (PSS sums to the footprint; RSS and RssShmem count shared pages once per
+ * process); the one process's under -T. */
+static pb_mem_t memory_of(const pb_cell_t *cell, int k)
 {
-    if (pool_attached())
+    pb_mem_t m = { 0, 0, 0, 0, true, true };
+    for (unsigned i = 0; i < cell->o->workers; i++) {
+        const pb_mem_t *w = &result_at(cell, cell->nruns - 1, k, i)->mem;
+        if (!w->valid)
+            continue;
+        m.rss_kb += w->rss_kb;
+        m.pss_kb += w->pss_kb;
+        m.pss_shmem_kb += w->pss_shmem_kb;
+        m.rss_shmem_kb += w->rss_shmem_kb;
+        m.big_ok = m.big_ok && w->big_ok;
+    }
+    return m;
+}
+
+static const char *arm_name(const pb_options_t *o, int a)
+{
+    return a == PB_MALLOC && o->label != NULL ? o->label : pb_allocator_name[a];
+}
+
+static void print_header(const pb_options_t *o)
+{
+    const char *preload = getenv("LD_PRELOAD");
+    if (o->csv) {
+        printf("workload,phase,allocator,ld_preload,mode,workers,runs,pairs_per_worker,"
+               "median_ns,min_ns,max_ns,wall_ms,faults_per_kpair,ratio_to_malloc,rss_kb,pss_kb,"
+               "pss_shmem_kb,rss_shmem_kb,big_10mib,note\n");
+    } else if (o->markdown) {
+        printf("| workload | phase | allocator | workers | ns/pair | min–max | wall ms | "
+               "faults/kpair | ÷ malloc | RSS kB | PSS kB | Shmem kB | 10 MiB |\n"
+               "|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|\n");
+    } else {
+        printf("poolbench: %s %u, %d runs per cell, ns per malloc+free pair per worker, "
+               "median (min-max); malloc is %s\n", o->processes ? "-P" : "-T", o->workers,
+               o->runs, preload != NULL && *preload ? preload : "glibc");
+    }
+}
+
+/* One output line for allocator arm k of a cell (s == NULL: skipped,
+ * note says why). */
+static void print_row(const pb_cell_t *cell, int a, const char *phase, const pb_summary_t *s,
+                      double ratio, const pb_mem_t *m, const char *note)
+{
+    const pb_options_t *o = cell->o;
+    const char *preload = getenv("LD_PRELOAD");
+    char mode[16];
+    snprintf(mode, sizeof mode, "%s%u", o->processes ? "P" : "T", o->workers);
+
+    if (o->csv) {
+        printf("%s,%s,%s,%s,%s,%u,%d,%" PRIu64 ",", cell->w->name, phase, arm_name(o, a),
+               a == PB_MALLOC && preload ? preload : "", mode, o->workers, o->runs, cell->pairs);
+        if (s != NULL)
+            printf("%.2f,%.2f,%.2f,%.1f,%.2f,", s->median, s->min, s->max, s->wall_ms,
+                   s->faults_per_kpair);
+        else
+            printf(",,,,,");
+        if (ratio > 0)
+            printf("%.3f", ratio);
+        if (m != NULL)
+            printf(",%ld,%ld,%ld,%ld,%s,", m->rss_kb, m->pss_kb, m->pss_shmem_kb,
+                   m->rss_shmem_kb, m->big_ok ? "yes" : "no");
+        else
+            printf(",,,,,,");
+        printf("%s\n", note != NULL ? note : "");
+    } else if (o->markdown) {
+        printf("| %s | %s | %s | %s %u | ", cell->w->name, phase, arm_name(o, a),
+               o->processes ? "-P" : "-T", o->workers);
+        if (s != NULL)
+            printf("%.2f | %.2f–%.2f | %.1f | %.2f | ", s->median, s->min, s->max,
+                   s->wall_ms, s->faults_per_kpair);
+        else
+            printf("%s | | | | ", note);
+        if (ratio > 0)
+            printf("%.3f", ratio);
+        if (m != NULL)
+            printf(" | %ld | %ld | %ld | %s |\n", m->rss_kb, m->pss_kb, m->rss_shmem_kb,
+                   m->big_ok ? "yes" : "no");
+        else
+            printf(" | | | | |\n");
+    } else {
+        printf("  %-9s %-6s %-8s ", cell->w->name, phase, arm_name(o, a));
+        if (s == NULL) {
+            printf("skipped: %s\n", note);
+            return;
+        }
+        printf("%8.2f ns (%.2f-%.2f)  wall %.1f ms  %.2f faults/kpair", s->median, s->min,
+               s->max, s->wall_ms, s->faults_per_kpair);
+        if (ratio > 0)
+            printf("  /malloc %.3f", ratio);
+        if (m != NULL)
+            printf("  RSS %ld kB PSS %ld kB Pss_Shmem %ld kB RssShmem %ld kB 10MiB %s",
+                   m->rss_kb, m->pss_kb, m->pss_shmem_kb, m->rss_shmem_kb,
+                   m->big_ok ? "yes" : "no");
+        printf("\n");
+    }
+}
+
+static void print_cell(const pb_cell_t *cell)
+{
+    static const char *const phase_name[] = { "malloc", "free" };
+    int nphase = cell->w->phases ? 3 : 1;
+
+    for (int ph = -1; ph < nphase - 1; ph++) {
+        pb_summary_t s[2];
+        for (int k = 0; k < cell->nalloc; k++)
+            s[k] = summarise(cell, k, ph);
+        int mk = -1;
+        for (int k = 0; k < cell->nalloc; k++)
+            if (cell->alloc[k] == PB_MALLOC)
+                mk = k;
+        for (int k = 0; k < cell->nalloc; k++) {
+            double ratio = mk >= 0 && cell->nalloc == 2 ? s[k].median / s[mk].median : 0;
+            pb_mem_t m;
+            if (cell->w->memory)
+                m = memory_of(cell, k);
+            print_row(cell, cell->alloc[k], ph < 0 ? "all" : phase_name[ph], &s[k], ratio,
+                      cell->w->memory ? &m : NULL, NULL);
+        }
+    }
+}
+
+/* A cell that cannot be measured gets a line per arm that says why; never
+ * a number. */
+static void print_skip(const pb_cell_t *cell, int a, const char *why)
+{
+    fprintf(stderr, "poolbench: %s with %s at %s %u skipped: %s\n", cell->w->name,
+            arm_name(cell->o, a), cell->o->processes ? "-P" : "-T", cell->o->workers, why);
+    print_row(cell, a, "all", NULL, 0, NULL, why);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The pool's arena                                                          */
+/* ------------------------------------------------------------------------ */
+
+/* Create the arena once; attach to it only when this process's threads
+ * use it (-T).  Under -P the children attach after fork. */
+static int pb_pool_ready(bool attach)
+{
+    static bool created;
+    int rc;
+    if (!created) {
+        rc = pool_create(POOL_HEAP_SIZE_DEFAULT);
+        if (rc != 0) {
+            fprintf(stderr, "poolbench: cannot create the pool's arena: %s\n", strerror(rc));
+            return rc;
+        }
+        created = true;
+    }
+    if (attach && !pool_attached() && (rc = pool_attach()) != 0) {
+        fprintf(stderr, "poolbench: cannot attach to the pool's arena: %s\n", strerror(rc));
+        return rc;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Timed mode                                                                */
+/* ------------------------------------------------------------------------ */
+
+static uint64_t scaled(const pb_workload_t *w, double f)
+{
+    uint64_t n = (uint64_t)((double)w->timed_pairs * f);
+    n -= n % w->round;
+    return n < w->round ? w->round : n;
+}
+
+/* Run one workload on the allocators in alloc[] together (run k of each
+ * before run k+1 of any, so a burst of noise hits them alike) and print. */
+static int timed_cell(const pb_options_t *o, const pb_workload_t *w, const int *alloc, int n)
+{
+    pb_cell_t cell = { .o = o, .w = w, .nruns = o->runs + 1 };
+    cell.pairs = scaled(w, o->scale);
+    cell.warm_pairs = scaled(w, o->scale / 10);
+
+    for (int k = 0; k < n; k++) {
+        const char *why = NULL;
+        if (w->loop[alloc[k]] == NULL)
+            why = "this workload has no such arm";
+        else if (o->workers < w->min_workers)
+            why = "needs at least 2 workers (blocks go from one to another)";
+        else if (w->min_workers > 1 && o->processes && alloc[k] != PB_POOL)
+            why = "impossible: each process's malloc heap is private, so no worker "
+                  "can free another's block";
+        if (why != NULL) {
+            print_skip(&cell, alloc[k], why);
+            continue;
+        }
+        cell.alloc[cell.nalloc++] = alloc[k];
+    }
+    if (cell.nalloc == 0)
         return 0;
-    int rc = pool_create(POOL_HEAP_SIZE_DEFAULT);
+    if (cell_uses_pool(&cell) && pb_pool_ready(!o->processes) != 0)
+        return 1;
+    int rc = run_cell(&cell);
     if (rc == 0)
-        rc = pool_attach();
-    if (rc != 0)
-        fprintf(stderr, "poolbench: cannot set up the pool's arena: %s\n",
-                strerror(rc));
+        print_cell(&cell);
+    else
+        fprintf(stderr, "poolbench: %s failed; no figures\n", w->name);
+    cell_free(&cell);
+    fflush(stdout);
     return rc;
 }
 
-typedef struct pb_options_s {
-    const pb_workload_t *workload;  /* NULL: all */
-    int allocator;                  /* -1: pool and malloc */
-    uint64_t pairs;                 /* 0: timed mode */
-    int runs;
-    bool csv;
-} pb_options_t;
-
-/* Timed mode: every selected allocator R times, run k of each allocator
- * before run k+1 of any, so a burst of noise hits all of them alike. */
 static int pb_timed(const pb_options_t *o)
 {
-    int alloc[2], n_alloc = 0;
+    int alloc[2], n = 0;
     if (o->allocator >= 0) {
-        alloc[n_alloc++] = o->allocator;
+        alloc[n++] = o->allocator;
     } else {
-        alloc[n_alloc++] = PB_POOL;
-        alloc[n_alloc++] = PB_MALLOC;
+        alloc[n++] = PB_POOL;
+        alloc[n++] = PB_MALLOC;
     }
-    for (int k = 0; k < n_alloc; k++)
-        if (alloc[k] == PB_POOL && pb_pool_ready() != 0)
-            return 1;
-
-    const char *preload = getenv("LD_PRELOAD");
-    if (o->csv)
-        printf("workload,allocator,ld_preload,runs,pairs_per_run,"
-               "median_ns,min_ns,max_ns,ratio_to_malloc\n");
-    else
-        printf("poolbench: %d runs per cell, ns per malloc+free pair, median "
-               "(min-max); malloc is %s\n", o->runs,
-               preload != NULL && *preload ? preload : "glibc");
-
-    double *ns = calloc((size_t)o->runs * n_alloc, sizeof *ns);
-    if (ns == NULL) {
-        fprintf(stderr, "poolbench: out of memory\n");
-        return 1;
-    }
-    for (size_t wi = 0; wi < PB_N_WORKLOADS; wi++) {
+    print_header(o);
+    int rc = 0;
+    for (size_t wi = 0; wi < pb_n_workloads; wi++) {
         const pb_workload_t *w = &pb_workloads[wi];
         if (o->workload != NULL && o->workload != w)
             continue;
-        for (int k = 0; k < n_alloc; k++)
-            pb_run(w, alloc[k], w->timed_pairs / 10);
-        for (int r = 0; r < o->runs; r++)
-            for (int k = 0; k < n_alloc; k++)
-                ns[k * o->runs + r] = (double)pb_run(w, alloc[k], w->timed_pairs) /
-                                      (double)w->timed_pairs;
-
-        pb_summary_t s[2];
-        for (int k = 0; k < n_alloc; k++)
-            s[k] = pb_summarise(ns + k * o->runs, o->runs);
-        for (int k = 0; k < n_alloc; k++) {
-            bool ratio = n_alloc == 2;
-            if (o->csv) {
-                printf("%s,%s,%s,%d,%" PRIu64 ",%.2f,%.2f,%.2f,", w->name,
-                       pb_allocator_name[alloc[k]], preload ? preload : "",
-                       o->runs, w->timed_pairs, s[k].median, s[k].min, s[k].max);
-                if (ratio)
-                    printf("%.3f", s[k].median / s[1].median);
-                printf("\n");
-            } else {
-                printf("  %-8s %-6s %8.2f ns  (%.2f-%.2f)", w->name,
-                       pb_allocator_name[alloc[k]], s[k].median, s[k].min,
-                       s[k].max);
-                if (ratio && alloc[k] == PB_POOL)
-                    printf("  pool/malloc %.3f", s[k].median / s[1].median);
-                printf("\n");
-            }
+        /* Memory figures are the process's: one allocator at a time, or
+         * each would count what the other holds. */
+        if (w->memory) {
+            for (int k = 0; k < n; k++)
+                rc |= timed_cell(o, w, &alloc[k], 1);
+        } else {
+            rc |= timed_cell(o, w, alloc, n);
         }
     }
-    free(ns);
-    return 0;
+    return rc;
 }
 
-/* --pairs mode: exactly o->pairs pairs and one line. */
+/* ------------------------------------------------------------------------ */
+/* Counted mode                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* --pairs: exactly o->pairs pairs in this thread and one line. */
 static int pb_counted(const pb_options_t *o)
 {
     int a = o->allocator >= 0 ? o->allocator : PB_MALLOC;
-    if (a == PB_POOL && pb_pool_ready() != 0)
+    const pb_workload_t *w = o->workload;
+    if (!w->counted || w->loop[a] == NULL) {
+        fprintf(stderr, "poolbench: --pairs does not run %s (it needs workers or "
+                "measures memory)\n", w->name);
+        return 2;
+    }
+    if (a == PB_POOL && pb_pool_ready(true) != 0)
         return 1;
-    pb_run(o->workload, a, o->pairs);
-    printf("poolbench: %s %s %" PRIu64 " pairs\n", o->workload->name,
-           pb_allocator_name[a], o->pairs);
+    void **scratch = mmap(NULL, PB_SCRATCH_SLOTS * sizeof(void *), PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (scratch == MAP_FAILED) {
+        fprintf(stderr, "poolbench: mmap: %s\n", strerror(errno));
+        return 1;
+    }
+    pb_ctx_t c = { .pairs = o->pairs, .seq = 1, .scratch = scratch };
+    w->loop[a](&c);
+    munmap(scratch, PB_SCRATCH_SLOTS * sizeof(void *));
+    printf("poolbench: %s %s %" PRIu64 " pairs\n", w->name, pb_allocator_name[a], o->pairs);
     return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Stats mode                                                                */
+/* ------------------------------------------------------------------------ */
+
+#define PB_MAX_CLASSES 256
+
+typedef struct pb_class_counters_s {
+    uint64_t size, allocs, misses, fetches, releases;
+    uint64_t acquired, contended, wait_ns;
+} pb_class_counters_t;
+
+typedef struct pb_counters_s {
+    pb_class_counters_t cls[PB_MAX_CLASSES];
+    uint64_t ph_allocs, ph_madvise, ph_acquired, ph_contended, ph_wait_ns;
+} pb_counters_t;
+
+/* The number after key in [from, to), or 0. */
+static uint64_t json_u64(const char *from, const char *to, const char *key)
+{
+    const char *p = strstr(from, key);
+    if (p == NULL || p >= to)
+        return 0;
+    return strtoull(p + strlen(key), NULL, 10);
+}
+
+/* Read the pool's counters through pool_stats_json: per class the fields
+ * that explain contention, and the page heap's lock. */
+static int counters_read(pb_counters_t *c)
+{
+    static char buf[1 << 20];
+    size_t need = pool_stats_json(buf, sizeof buf);
+    if (need >= sizeof buf) {
+        fprintf(stderr, "poolbench: pool_stats_json needs %zu bytes\n", need);
+        return 1;
+    }
+    memset(c, 0, sizeof *c);
+    const char *ph = strstr(buf, "\"pageheap\":{");
+    if (ph != NULL) {
+        const char *end = strstr(ph, "}}");
+        end = end != NULL ? end : buf + need;
+        c->ph_allocs = json_u64(ph, end, "\"allocs\":");
+        c->ph_madvise = json_u64(ph, end, "\"madvise_remove\":");
+        c->ph_acquired = json_u64(ph, end, "\"acquired\":");
+        c->ph_contended = json_u64(ph, end, "\"contended\":");
+        c->ph_wait_ns = json_u64(ph, end, "\"wait_ns\":");
+    }
+    for (const char *p = strstr(buf, "{\"class\":"); p != NULL;
+         p = strstr(p + 1, "{\"class\":")) {
+        unsigned long cls = strtoul(p + 9, NULL, 10);
+        const char *end = strstr(p, "}}");
+        if (cls >= PB_MAX_CLASSES || end == NULL)
+            continue;
+        pb_class_counters_t *k = &c->cls[cls];
+        k->size = json_u64(p, end, "\"size\":");
+        k->allocs = json_u64(p, end, "\"allocs\":");
+        k->misses = json_u64(p, end, "\"tcache_misses\":");
+        k->fetches = json_u64(p, end, "\"central_fetches\":");
+        k->releases = json_u64(p, end, "\"central_releases\":");
+        k->acquired = json_u64(p, end, "\"acquired\":");
+        k->contended = json_u64(p, end, "\"contended\":");
+        k->wait_ns = json_u64(p, end, "\"wait_ns\":");
+    }
+    return 0;
+}
+
+static void print_counters(const pb_options_t *o, const pb_workload_t *w, uint64_t pairs,
+                           const pb_counters_t *a, const pb_counters_t *b)
+{
+    printf("\n%s, %s %u, one run of %" PRIu64 " pairs per worker: the pool's counters "
+           "(differences)\n", w->name, o->processes ? "-P" : "-T", o->workers, pairs);
+    printf("  %5s %6s %10s %8s %9s %9s %10s %10s %9s\n", "class", "size", "allocs", "tc-hit%",
+           "fetches", "releases", "lock-acq", "contended", "wait-ms");
+    for (unsigned i = 0; i < PB_MAX_CLASSES; i++) {
+        const pb_class_counters_t *x = &a->cls[i], *y = &b->cls[i];
+        uint64_t allocs = y->allocs - x->allocs, misses = y->misses - x->misses;
+        uint64_t acq = y->acquired - x->acquired;
+        if (allocs == 0 && acq == 0)
+            continue;
+        printf("  %5u %6" PRIu64 " %10" PRIu64 " %8.2f %9" PRIu64 " %9" PRIu64 " %10" PRIu64
+               " %10" PRIu64 " %9.2f\n", i, y->size, allocs,
+               allocs ? 100.0 * (double)(allocs - misses) / (double)allocs : 0.0,
+               y->fetches - x->fetches, y->releases - x->releases, acq,
+               y->contended - x->contended, (double)(y->wait_ns - x->wait_ns) / 1e6);
+    }
+    printf("  page heap: %" PRIu64 " span allocations, %" PRIu64 " MADV_REMOVE calls, lock %"
+           PRIu64 " acquired, %" PRIu64 " contended, %.2f ms waiting\n",
+           b->ph_allocs - a->ph_allocs, b->ph_madvise - a->ph_madvise,
+           b->ph_acquired - a->ph_acquired, b->ph_contended - a->ph_contended,
+           (double)(b->ph_wait_ns - a->ph_wait_ns) / 1e6);
+}
+
+/* --stats: every selected workload once on the pool, untimed, between two
+ * readings of its counters. */
+static int pb_stats(const pb_options_t *o)
+{
+    if (!POOL_CONFIG_STATS) {
+        fprintf(stderr, "poolbench: --stats needs a build configured with "
+                "--enable-pool-stats\n");
+        return 2;
+    }
+    if (o->allocator >= 0 && o->allocator != PB_POOL) {
+        fprintf(stderr, "poolbench: --stats reads the pool's counters: --allocator pool "
+                "only\n");
+        return 2;
+    }
+    if (pb_pool_ready(!o->processes) != 0)
+        return 1;
+    int rc = 0;
+    for (size_t wi = 0; wi < pb_n_workloads; wi++) {
+        const pb_workload_t *w = &pb_workloads[wi];
+        if (o->workload != NULL && o->workload != w)
+            continue;
+        if (o->workers < w->min_workers) {
+            printf("\n%s: skipped, needs at least 2 workers\n", w->name);
+            continue;
+        }
+        pb_options_t once = *o;
+        once.runs = 0;
+        pb_cell_t cell = { .o = &once, .w = w, .alloc = { PB_POOL }, .nalloc = 1, .nruns = 1 };
+        cell.pairs = cell.warm_pairs = scaled(w, o->scale);
+        static pb_counters_t before, after;
+        if (counters_read(&before) != 0)
+            return 1;
+        int e = run_cell(&cell);
+        cell_free(&cell);
+        if (e != 0 || counters_read(&after) != 0) {
+            rc = 1;
+            continue;
+        }
+        print_counters(o, w, cell.pairs, &before, &after);
+    }
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -263,18 +786,27 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: poolbench [--workload NAME] [--allocator pool|malloc|none]\n"
-            "                 [--runs R] [--csv]\n"
+            "                 [-P N | -T N] [--runs R] [--scale F] [--label NAME]\n"
+            "                 [--csv | --markdown]\n"
             "       poolbench --workload NAME --pairs N [--allocator pool|malloc|none]\n"
+            "       poolbench --stats [--workload NAME] [-P N | -T N] [--scale F]\n"
             "\n"
             "Timed mode (no --pairs): pool and malloc, or only --allocator, each R\n"
-            "times (default 5), ns per malloc+free pair as median (min-max).\n"
-            "--pairs N: exactly N pairs of one workload (default allocator: malloc)\n"
-            "and one line, for instruction counts under callgrind.\n"
+            "times (default 5) after a warm-up, in N worker processes sharing the\n"
+            "arena (-P N) or N threads (-T N; default -T 1), worker i pinned to CPU\n"
+            "i mod the online CPUs; ns per malloc+free pair per worker as median\n"
+            "(min-max), and the median wall time from the first worker's start to\n"
+            "the last one's end.  --scale F multiplies every workload's pairs per run.\n"
+            "--label NAME names the malloc arm in the output (e.g. jemalloc).\n"
+            "--pairs N: exactly N pairs of one workload in this thread (default\n"
+            "allocator: malloc) and one line, for instruction counts under callgrind.\n"
+            "--stats (a build configured with --enable-pool-stats, never timed): each\n"
+            "workload once on the pool, then its per-class counters.\n"
             "'malloc' is glibc unless LD_PRELOAD puts another allocator there;\n"
             "'none' is the loop around a do-nothing allocator.\n"
             "\nworkloads:\n");
-    for (size_t i = 0; i < PB_N_WORKLOADS; i++)
-        fprintf(out, "  %-8s %s\n", pb_workloads[i].name, pb_workloads[i].what);
+    for (size_t i = 0; i < pb_n_workloads; i++)
+        fprintf(out, "  %-10s %s\n", pb_workloads[i].name, pb_workloads[i].what);
 }
 
 static bool parse_count(const char *s, uint64_t max, uint64_t *out)
@@ -290,6 +822,16 @@ static bool parse_count(const char *s, uint64_t max, uint64_t *out)
     return true;
 }
 
+/* A program that preloads libshmpool.so in SHMPOOL_MODE=process gives its
+ * forked children a private copy of the arena (libshmpool(7)), so their
+ * malloc is no longer the pool. */
+static bool preload_pool_copies(void)
+{
+    const char *pre = getenv("LD_PRELOAD"), *mode = getenv("SHMPOOL_MODE");
+    return pre != NULL && strstr(pre, "libshmpool") != NULL && mode != NULL &&
+           strcmp(mode, "process") == 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -297,19 +839,25 @@ int main(int argc, char **argv)
         { "pairs", required_argument, NULL, 'n' },
         { "allocator", required_argument, NULL, 'a' },
         { "runs", required_argument, NULL, 'r' },
+        { "scale", required_argument, NULL, 's' },
+        { "label", required_argument, NULL, 'l' },
         { "csv", no_argument, NULL, 'c' },
+        { "markdown", no_argument, NULL, 'm' },
+        { "stats", no_argument, NULL, 'S' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    pb_options_t o = { NULL, -1, 0, 5, false };
+    pb_options_t o = { .allocator = -1, .runs = 5, .scale = 1.0, .workers = 1 };
+    bool counted_workers = false;
     uint64_t v;
+    char *end;
     int c;
 
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":hP:T:", longopts, NULL)) != -1) {
         switch (c) {
         case 'w':
-            for (size_t i = 0; i < PB_N_WORKLOADS; i++)
+            for (size_t i = 0; i < pb_n_workloads; i++)
                 if (strcmp(optarg, pb_workloads[i].name) == 0)
                     o.workload = &pb_workloads[i];
             if (o.workload == NULL) {
@@ -344,8 +892,46 @@ int main(int argc, char **argv)
             }
             o.runs = (int)v;
             break;
+        case 's':
+            errno = 0;
+            o.scale = strtod(optarg, &end);
+            if (errno != 0 || end == optarg || *end != '\0' || !(o.scale >= 0.0001) ||
+                o.scale > 1000) {
+                fprintf(stderr, "poolbench: --scale takes a factor from 0.0001 to 1000, "
+                        "not '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case 'l':
+            if (*optarg == '\0' || strpbrk(optarg, ",|\n") != NULL) {
+                fprintf(stderr, "poolbench: --label takes a name without ',' or '|'\n");
+                return 2;
+            }
+            o.label = optarg;
+            break;
+        case 'P':
+        case 'T':
+            if (!parse_count(optarg, PB_MAX_WORKERS, &v)) {
+                fprintf(stderr, "poolbench: -%c takes a worker count from 1 to %d, "
+                        "not '%s'\n", c, PB_MAX_WORKERS, optarg);
+                return 2;
+            }
+            if (counted_workers) {
+                fprintf(stderr, "poolbench: give one of -P and -T, once\n");
+                return 2;
+            }
+            counted_workers = true;
+            o.workers = (unsigned)v;
+            o.processes = c == 'P';
+            break;
         case 'c':
             o.csv = true;
+            break;
+        case 'm':
+            o.markdown = true;
+            break;
+        case 'S':
+            o.stats = true;
             break;
         case 'h':
             usage(stdout);
@@ -363,13 +949,34 @@ int main(int argc, char **argv)
         fprintf(stderr, "poolbench: unexpected argument '%s'\n", argv[optind]);
         return 2;
     }
-    heavy_init();
+    if (o.csv && o.markdown) {
+        fprintf(stderr, "poolbench: --csv and --markdown exclude each other\n");
+        return 2;
+    }
+    pb_workloads_init();
     if (o.pairs > 0) {
         if (o.workload == NULL) {
             fprintf(stderr, "poolbench: --pairs needs --workload\n");
             return 2;
         }
+        if (counted_workers || o.stats) {
+            fprintf(stderr, "poolbench: --pairs runs in this thread: no -P, -T or "
+                    "--stats\n");
+            return 2;
+        }
         return pb_counted(&o);
+    }
+    if (o.processes && o.allocator != PB_POOL && preload_pool_copies()) {
+        fprintf(stderr, "poolbench: under SHMPOOL_MODE=process the -P children copy the "
+                "arena and leave the pool; use --allocator pool for -P\n");
+        return 2;
+    }
+    if (o.stats)
+        return pb_stats(&o);
+    if (POOL_CONFIG_STATS) {
+        fprintf(stderr, "poolbench: this build keeps pool statistics (--enable-pool-stats), "
+                "which would be timed too; use --stats here, or time a Release build\n");
+        return 2;
     }
     return pb_timed(&o);
 }

@@ -1,0 +1,419 @@
+/* poolbench — the workloads.
+ *
+ * Every workload is written once as an always-inline body over a pair of
+ * allocator functions and instantiated per allocator, so that each variant
+ * calls its allocator directly (no pointer call the others do not pay):
+ * `pool` calls pool_malloc/pool_free, `malloc` calls malloc/free (glibc or
+ * whatever LD_PRELOAD put there), `none` calls a do-nothing allocator whose
+ * cost callgrind.sh subtracts.  Random sizes come from a fixed-seed
+ * generator, one stream per worker, the same for every allocator.
+ */
+#include "config.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pool.h"
+#include "poolbench.h"
+
+int64_t pb_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void pb_relax(unsigned *spins)
+{
+    if (++*spins < 64)
+        __builtin_ia32_pause();
+    else
+        sched_yield();
+}
+
+typedef struct pb_ops_s {
+    void *(*alloc)(size_t n);
+    void (*release)(void *p);
+} pb_ops_t;
+
+#define PB_INLINE static inline __attribute__((always_inline))
+
+/* xorshift64*: cheap, and the same sequence on every run and allocator. */
+PB_INLINE uint64_t rng_next(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * UINT64_C(2685821657736338717);
+}
+
+static uint64_t rng_seed(unsigned worker)
+{
+    return UINT64_C(0x9e3779b97f4a7c15) * (worker + 1) ^ UINT64_C(0x5eed);
+}
+
+/* ------------------------------------------------------------------------ */
+/* fixed16                                                                   */
+/* ------------------------------------------------------------------------ */
+
+PB_INLINE void fixed16_body(const pb_ops_t *ops, pb_ctx_t *c)
+{
+    c->t_begin = pb_now_ns();
+    for (uint64_t i = 0; i < c->pairs; i++) {
+        void *p = ops->alloc(16);
+        PB_ESCAPE(p);
+        ops->release(p);
+    }
+    c->t_end = pb_now_ns();
+}
+
+/* ------------------------------------------------------------------------ */
+/* batch                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* 10,000 blocks of 16 B allocated, then all freed: the central cache and
+ * page heap see whole batches, which a malloc/free loop never shows. */
+#define BATCH_BLOCKS 10000
+
+PB_INLINE void batch_body(const pb_ops_t *ops, pb_ctx_t *c)
+{
+    void **v = c->scratch;
+    c->phase_ns[0] = c->phase_ns[1] = 0;
+    c->t_begin = pb_now_ns();
+    for (uint64_t left = c->pairs; left > 0;) {
+        unsigned n = left < BATCH_BLOCKS ? (unsigned)left : BATCH_BLOCKS;
+        int64_t t0 = pb_now_ns();
+        for (unsigned i = 0; i < n; i++) {
+            v[i] = ops->alloc(16);
+            PB_ESCAPE(v[i]);
+        }
+        int64_t t1 = pb_now_ns();
+        for (unsigned i = 0; i < n; i++)
+            ops->release(v[i]);
+        int64_t t2 = pb_now_ns();
+        c->phase_ns[0] += t1 - t0;
+        c->phase_ns[1] += t2 - t1;
+        left -= n;
+    }
+    c->t_end = pb_now_ns();
+}
+
+/* ------------------------------------------------------------------------ */
+/* random256, random8k                                                       */
+/* ------------------------------------------------------------------------ */
+
+/* A working set of 1,000 live blocks; each pair frees a random one and
+ * puts a block of a random size in its place.  The set is filled before
+ * and emptied after the timed part. */
+#define RANDOM_SLOTS 1000
+
+PB_INLINE void random_body(const pb_ops_t *ops, pb_ctx_t *c, size_t max)
+{
+    void **v = c->scratch;
+    uint64_t rng = rng_seed(c->worker);
+    for (unsigned i = 0; i < RANDOM_SLOTS; i++) {
+        v[i] = ops->alloc(1 + rng_next(&rng) % max);
+        PB_ESCAPE(v[i]);
+    }
+    c->t_begin = pb_now_ns();
+    for (uint64_t i = 0; i < c->pairs; i++) {
+        uint64_t r = rng_next(&rng);
+        unsigned k = (unsigned)(r % RANDOM_SLOTS);
+        ops->release(v[k]);
+        v[k] = ops->alloc(1 + (r >> 32) % max);
+        PB_ESCAPE(v[k]);
+    }
+    c->t_end = pb_now_ns();
+    for (unsigned i = 0; i < RANDOM_SLOTS; i++)
+        ops->release(v[i]);
+}
+
+/* ------------------------------------------------------------------------ */
+/* heavy                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* The allocations of one /heavy request as src/routes.c makes them
+ * (pd_route_heavy), for the request wrk sends: one header field,
+ * "Host: 127.0.0.1:8080".  In allocation order:
+ *   512 B      the bucket array (64 pointers)
+ *   104, 5, 15 the request field: node (sizeof(pd_hnode_t)), "Host" + NUL,
+ *              "127.0.0.1:8080" + NUL
+ *   30 x (104, 11, 65..112)  response line i: node, "X-Heavy-NN" + NUL, and
+ *              a value of 64 + (7 i mod 48) characters + NUL
+ *   1024 B     the render buffer
+ * = 3 h + 92 = 95 blocks (poold(8)).  Freed as the handler frees them: the
+ * render buffer, then per node in insertion order its key, its value and
+ * the node, then the bucket array.  The handler's copying, hashing and
+ * rendering are not repeated: only the allocator is measured. */
+#define HEAVY_LINES 30
+#define HEAVY_FIELDS 1
+#define HEAVY_NODE 104
+#define HEAVY_OBJECTS (3 * HEAVY_FIELDS + 1 + 3 * HEAVY_LINES + 1)
+
+static size_t heavy_size[HEAVY_OBJECTS];
+static unsigned heavy_free_order[HEAVY_OBJECTS];    /* allocation indices */
+
+void pb_workloads_init(void)
+{
+    unsigned n = 0, f = 0;
+    unsigned nodes[HEAVY_FIELDS + HEAVY_LINES], nn = 0;
+
+    heavy_size[n++] = 512;
+    nodes[nn++] = n;
+    heavy_size[n++] = HEAVY_NODE;
+    heavy_size[n++] = sizeof "Host";
+    heavy_size[n++] = sizeof "127.0.0.1:8080";
+    for (unsigned i = 0; i < HEAVY_LINES; i++) {
+        nodes[nn++] = n;
+        heavy_size[n++] = HEAVY_NODE;
+        heavy_size[n++] = sizeof "X-Heavy-00";
+        heavy_size[n++] = 64 + (size_t)(i * 7) % 48 + 1;
+    }
+    heavy_size[n++] = 1024;
+    heavy_free_order[f++] = n - 1;
+    for (unsigned i = 0; i < nn; i++) {
+        heavy_free_order[f++] = nodes[i] + 1;   /* key */
+        heavy_free_order[f++] = nodes[i] + 2;   /* value */
+        heavy_free_order[f++] = nodes[i];       /* node */
+    }
+    heavy_free_order[f++] = 0;
+}
+
+/* A count that is not a multiple of HEAVY_OBJECTS ends with a partial
+ * round: the first n blocks, freed in the handler's order. */
+PB_INLINE void heavy_body(const pb_ops_t *ops, pb_ctx_t *c)
+{
+    void *obj[HEAVY_OBJECTS];
+    c->t_begin = pb_now_ns();
+    for (uint64_t left = c->pairs; left > 0;) {
+        unsigned n = left < HEAVY_OBJECTS ? (unsigned)left : HEAVY_OBJECTS;
+        for (unsigned i = 0; i < n; i++) {
+            obj[i] = ops->alloc(heavy_size[i]);
+            PB_ESCAPE(obj[i]);
+        }
+        for (unsigned i = 0; i < HEAVY_OBJECTS; i++)
+            if (heavy_free_order[i] < n)
+                ops->release(obj[heavy_free_order[i]]);
+        left -= n;
+    }
+    c->t_end = pb_now_ns();
+}
+
+/* ------------------------------------------------------------------------ */
+/* pingpong                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static bool ring_push(pb_ring_t *r, void *p)
+{
+    uint64_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    if (t - atomic_load_explicit(&r->head, memory_order_acquire) == PB_RING_SLOTS)
+        return false;
+    r->slot[t % PB_RING_SLOTS] = p;
+    atomic_store_explicit(&r->tail, t + 1, memory_order_release);
+    return true;
+}
+
+/* Free every block waiting in r; returns how many. */
+PB_INLINE unsigned ring_drain(const pb_ops_t *ops, pb_ring_t *r)
+{
+    uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+    uint64_t t = atomic_load_explicit(&r->tail, memory_order_acquire);
+    for (uint64_t i = h; i < t; i++)
+        ops->release(r->slot[i % PB_RING_SLOTS]);
+    atomic_store_explicit(&r->head, t, memory_order_release);
+    return (unsigned)(t - h);
+}
+
+/* Worker i allocates, hands every block to worker i+1 (mod N) and frees
+ * what worker i-1 handed it, so every free is of another worker's block.
+ * A worker whose outgoing ring is full drains its incoming one while it
+ * waits, so a cycle of full rings always moves. */
+PB_INLINE void pingpong_body(const pb_ops_t *ops, pb_ctx_t *c)
+{
+    uint64_t rng = rng_seed(c->worker);
+    unsigned spins = 0;
+    c->t_begin = pb_now_ns();
+    for (uint64_t i = 0; i < c->pairs; i++) {
+        void *p = ops->alloc(1 + rng_next(&rng) % 256);
+        PB_ESCAPE(p);
+        while (!ring_push(c->out, p))
+            if (ring_drain(ops, c->in) == 0)
+                pb_relax(&spins);
+        if ((i & 15) == 15)
+            ring_drain(ops, c->in);
+        spins = 0;
+    }
+    atomic_store_explicit(&c->out->done, c->seq, memory_order_release);
+    for (;;) {
+        bool done = atomic_load_explicit(&c->in->done, memory_order_acquire) == c->seq;
+        if (ring_drain(ops, c->in) == 0) {
+            if (done)
+                break;
+            pb_relax(&spins);
+        }
+    }
+    c->t_end = pb_now_ns();
+}
+
+/* ------------------------------------------------------------------------ */
+/* frag                                                                      */
+/* ------------------------------------------------------------------------ */
+
+/* A long-running server's heap in a bounded run: 4,000 live blocks of
+ * mixed sizes (70% 16-256 B, 25% up to 4 KiB, 4.5% up to 64 KiB, 0.5% up
+ * to 512 KiB, so some take whole spans or mmap), replaced at random, every
+ * page of a block touched as a user would; then seven of every eight blocks
+ * freed, leaving survivors scattered over the heap, and the memory the
+ * process holds is read, and a 10 MiB block is asked for. */
+#define FRAG_SLOTS 4000
+#define FRAG_BIG ((size_t)10 << 20)
+
+static size_t frag_size(uint64_t r)
+{
+    unsigned pick = (unsigned)(r % 1000);
+    uint64_t v = r >> 16;
+    if (pick < 700)
+        return 16 + v % 241;
+    if (pick < 950)
+        return 257 + v % (4096 - 256);
+    if (pick < 995)
+        return 4097 + v % (65536 - 4096);
+    return 65537 + v % (524288 - 65536);
+}
+
+static void frag_touch(char *p, size_t n)
+{
+    for (size_t off = 0; off < n; off += 4096)
+        p[off] = 1;
+    p[n - 1] = 1;
+}
+
+/* The value of a "Name:   N kB" line of a /proc file, or -1. */
+static long proc_kb(const char *path, const char *name)
+{
+    FILE *f = fopen(path, "re");
+    char line[256];
+    size_t n = strlen(name);
+    long v = -1;
+    if (f == NULL)
+        return -1;
+    while (fgets(line, sizeof line, f) != NULL)
+        if (strncmp(line, name, n) == 0 && line[n] == ':') {
+            v = strtol(line + n + 1, NULL, 10);
+            break;
+        }
+    fclose(f);
+    return v;
+}
+
+static void frag_measure(pb_mem_t *m)
+{
+    m->rss_kb = proc_kb("/proc/self/smaps_rollup", "Rss");
+    m->pss_kb = proc_kb("/proc/self/smaps_rollup", "Pss");
+    m->pss_shmem_kb = proc_kb("/proc/self/smaps_rollup", "Pss_Shmem");
+    m->rss_shmem_kb = proc_kb("/proc/self/status", "RssShmem");
+    m->valid = true;
+}
+
+PB_INLINE void frag_body(const pb_ops_t *ops, pb_ctx_t *c)
+{
+    void **v = c->scratch;
+    uint64_t rng = rng_seed(c->worker);
+    memset(v, 0, FRAG_SLOTS * sizeof *v);
+    c->t_begin = pb_now_ns();
+    for (uint64_t i = 0; i < c->pairs; i++) {
+        uint64_t r = rng_next(&rng);
+        unsigned k = (unsigned)(r % FRAG_SLOTS);
+        size_t n = frag_size(rng_next(&rng));
+        ops->release(v[k]);
+        v[k] = ops->alloc(n);
+        if (v[k] != NULL)
+            frag_touch(v[k], n);
+    }
+    for (unsigned k = 0; k < FRAG_SLOTS; k++)
+        if (k % 8 != 0) {
+            ops->release(v[k]);
+            v[k] = NULL;
+        }
+    c->t_end = pb_now_ns();
+    pthread_barrier_wait(c->barrier);
+    if (c->measure) {
+        frag_measure(&c->mem);
+        char *big = ops->alloc(FRAG_BIG);
+        c->mem.big_ok = big != NULL;
+        if (big != NULL) {
+            frag_touch(big, FRAG_BIG);
+            ops->release(big);
+        }
+    }
+    pthread_barrier_wait(c->barrier);
+    for (unsigned k = 0; k < FRAG_SLOTS; k += 8)
+        ops->release(v[k]);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Allocators and the table                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* The do-nothing allocator: noinline, so the loop around it keeps its calls
+ * and costs what it costs around a real allocator. */
+static char none_area[2048] __attribute__((aligned(64)));
+
+static __attribute__((noinline)) void *none_malloc(size_t n)
+{
+    PB_ESCAPE(n);
+    return none_area;
+}
+
+static __attribute__((noinline)) void none_free(void *p)
+{
+    PB_ESCAPE(p);
+}
+
+static const pb_ops_t ops_pool = { pool_malloc, pool_free };
+static const pb_ops_t ops_malloc = { malloc, free };
+static const pb_ops_t ops_none = { none_malloc, none_free };
+
+#define PB_INSTANCE(name, call)                                              \
+    static void name##_pool(pb_ctx_t *c) { call(&ops_pool, c); }             \
+    static void name##_malloc(pb_ctx_t *c) { call(&ops_malloc, c); }         \
+    static void name##_none(pb_ctx_t *c) { call(&ops_none, c); }
+
+#define random256_body(ops, c) random_body(ops, c, 256)
+#define random8k_body(ops, c) random_body(ops, c, 8192)
+
+PB_INSTANCE(fixed16, fixed16_body)
+PB_INSTANCE(batch, batch_body)
+PB_INSTANCE(random256, random256_body)
+PB_INSTANCE(random8k, random8k_body)
+PB_INSTANCE(heavy, heavy_body)
+PB_INSTANCE(pingpong, pingpong_body)
+
+/* frag touches what it gets: no `none` arm, whose one block is 2 KiB. */
+static void frag_pool(pb_ctx_t *c) { frag_body(&ops_pool, c); }
+static void frag_malloc(pb_ctx_t *c) { frag_body(&ops_malloc, c); }
+
+#define PB_ARMS(name) { name##_pool, name##_malloc, name##_none }
+
+const pb_workload_t pb_workloads[] = {
+    { "fixed16", "malloc(16) and free it, again and again",
+      PB_ARMS(fixed16), 5000000, 1, 1, false, false, true },
+    { "batch", "10,000 x 16 B allocated, then all freed (phases timed apart)",
+      PB_ARMS(batch), 10 * BATCH_BLOCKS, BATCH_BLOCKS, 1, true, false, true },
+    { "random256", "1,000 live blocks of 1-256 B, a random one replaced",
+      PB_ARMS(random256), 2000000, 1, 1, false, false, true },
+    { "random8k", "1,000 live blocks of 1 B-8 KiB, a random one replaced",
+      PB_ARMS(random8k), 1000000, 1, 1, false, false, true },
+    { "heavy", "one /heavy request's 95 blocks (5 B-1 KiB), then all freed",
+      PB_ARMS(heavy), 95 * 20000, HEAVY_OBJECTS, 1, false, false, true },
+    { "pingpong", "blocks of 1-256 B allocated here, freed by the next worker",
+      PB_ARMS(pingpong), 1000000, 1, 2, false, false, false },
+    { "frag", "a churn of 16 B-512 KiB blocks, then memory held and a 10 MiB try",
+      { frag_pool, frag_malloc, NULL }, 200000, 1, 1, false, true, false },
+};
+const size_t pb_n_workloads = sizeof pb_workloads / sizeof pb_workloads[0];
