@@ -191,8 +191,12 @@ same_output "sort -k2,2 -k1,1nr" env LC_ALL=C sort -k2,2 -k1,1nr "$tmp/big.txt"
 # repository made from its sources.  A fixed revision keeps both runs equal
 # while others commit.
 export GIT_CONFIG_NOSYSTEM=1 HOME="$tmp" GIT_PAGER=cat
+# (An unpacked tarball may sit inside some other checkout, as under make
+# distcheck from one: only a work tree whose top is this source tree counts.)
 repo=$srcdir
-if ! git -C "$repo" rev-parse -q --verify HEAD >/dev/null 2>&1; then
+top=$(git -C "$repo" rev-parse --show-toplevel 2>/dev/null || true)
+if [ "$top" != "$(cd "$repo" && pwd -P)" ] ||
+   ! git -C "$repo" rev-parse -q --verify HEAD >/dev/null 2>&1; then
     repo=$tmp/repo
     mkdir "$repo"
     # The sources only: make distcheck builds inside the unpacked tree.
