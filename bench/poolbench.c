@@ -566,7 +566,7 @@ static int timed_cell(const pb_options_t *o, const pb_workload_t *w, const int *
         else if (o->workers < w->min_workers)
             why = "needs at least 2 workers (blocks go from one to another)";
         else if (w->min_workers > 1 && o->processes && alloc[k] != PB_POOL)
-            why = "impossible: each process's malloc heap is private, so no worker "
+            why = "impossible: each process's malloc heap is private and no worker "
                   "can free another's block";
         if (why != NULL) {
             print_skip(&cell, alloc[k], why);
