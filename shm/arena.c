@@ -53,7 +53,8 @@ static bool handlers_ok;
 
 typedef struct layout_s {
     uint64_t off_central, off_centralstats, off_lockstats, off_pageheap, off_slots;
-    uint64_t off_spans, off_pm_class, off_pm_span, off_data, end;
+    uint64_t off_journals, off_crash, off_spans, off_pm_class, off_pm_span, off_owners;
+    uint64_t off_data, end;
 } layout_t;
 
 static uint64_t align_up(uint64_t v, uint64_t a)
@@ -74,12 +75,18 @@ static void layout_for(uint32_t npages, layout_t *l)
     off += sizeof(pool_pageheap_sh_t);
     l->off_slots = off = align_up(off, 64);
     off += sizeof(pool_slot_sh_t) * POOL_MAX_SLOTS;
+    l->off_journals = off = align_up(off, 64);
+    off += sizeof(pool_journal_sh_t) * (1 + POOL_NCLASSES);
+    l->off_crash = off = align_up(off, 64);
+    off += sizeof(pool_crash_sh_t);
     l->off_spans = off = align_up(off, 64);
     off += sizeof(pool_span_sh_t) * (uint64_t)npages;
     l->off_pm_class = off = align_up(off, 64);
     off += npages;
     l->off_pm_span = off = align_up(off, 64);
     off += sizeof(uint32_t) * (uint64_t)npages;
+    l->off_owners = off = align_up(off, 64);
+    off += (uint64_t)POOL_OWNER_ROW * npages;
     l->off_data = off = align_up(off, POOL_PAGE_SIZE);
     l->end = off + ((uint64_t)npages << POOL_PAGE_SHIFT);
 }
@@ -89,7 +96,8 @@ static uint32_t pages_for(size_t size)
 {
     layout_t l;
     layout_for(0, &l);
-    uint64_t per_page = POOL_PAGE_SIZE + sizeof(pool_span_sh_t) + 1 + sizeof(uint32_t);
+    uint64_t per_page =
+        POOL_PAGE_SIZE + sizeof(pool_span_sh_t) + 1 + sizeof(uint32_t) + POOL_OWNER_ROW;
     if (size <= l.end)
         return 0;
     uint64_t n = (size - l.end) / per_page;
@@ -126,6 +134,9 @@ static void arena_view(pool_header_sh_t *h)
     a->spans = (pool_span_sh_t *)(b + h->off_spans);
     a->pm_class = (uint8_t *)(b + h->off_pm_class);
     a->pm_span = (uint32_t *)(b + h->off_pm_span);
+    a->journals = (pool_journal_sh_t *)(b + h->off_journals);
+    a->owners = (uint8_t *)(b + h->off_owners);
+    a->crash = (pool_crash_sh_t *)(b + h->off_crash);
     a->data = (uintptr_t)(b + h->off_data);
     a->npages = h->npages;
     a->data_size = (uintptr_t)h->npages << POOL_PAGE_SHIFT;
@@ -143,8 +154,16 @@ static void slot_release(pool_slot_sh_t *slot)
     pool_atomic_store_release(&slot->xstate, POOL_SLOT_FREE);
 }
 
+/* Owner tag of the process attached through slot `slot`. */
+static uint16_t tag_of_slot(int slot)
+{
+    return slot >= 0 && slot < POOL_MAX_TAG ? (uint16_t)(slot + 1) : POOL_NO_TAG;
+}
+
 /* Thread exit: flush the cache and give the slot back.  Runs only for the
- * thread that set the key; a forked child cleared it. */
+ * thread that set the key; a forked child cleared it.  The attach slot is
+ * kept while the process lives: its number is the tag of every object the
+ * process holds, which must not pass to another process. */
 static void thread_exit(void *arg)
 {
     pool_slot_sh_t *slot = arg;
@@ -153,7 +172,8 @@ static void thread_exit(void *arg)
     pool_tcache_flush_(&pool_arena_, &slot->tcache);
     pool_tls_tcache_ = &pool_empty_tcache_;
     pool_tls_exited_ = true;
-    slot_release(slot);
+    if (slot->tcache.slot != proc_slot)
+        slot_release(slot);
 }
 
 static int fork_gate[2] = { -1, -1 };
@@ -206,6 +226,7 @@ static void privatize_arena(void)
 static void fork_child(void)
 {
     pool_tls_exited_ = false;
+    pool_self_pid_ = 0;
     if (pool_proc_state_ == POOL_PROC_ATTACHED) {
         if (fork_gate[0] >= 0) {
             privatize_arena();
@@ -245,7 +266,11 @@ pool_tcache_sh_t *pool_thread_setup_(void)
         slot->used = 1;
         slot->pid = pool_prim_getpid_();
         slot->tid = pool_prim_gettid_();
+        /* The first slot of a process (pool_attach) names its tag. */
+        uint16_t tag = tag_of_slot(proc_slot >= 0 ? proc_slot : (int)i);
+        slot->tag = tag;
         pool_tcache_init_(a, &slot->tcache, (uint16_t)i);
+        slot->tcache.tag = tag;
         pool_tls_tcache_ = &slot->tcache;
         pthread_setspecific(thread_key, slot);
         return &slot->tcache;
@@ -289,6 +314,9 @@ int pool_create(size_t size)
     h->off_pm_class = l.off_pm_class;
     h->off_pm_span = l.off_pm_span;
     h->off_data = l.off_data;
+    h->off_journals = l.off_journals;
+    h->off_owners = l.off_owners;
+    h->off_crash = l.off_crash;
     arena_view(h);
     pool_arena_t *a = &pool_arena_;
     rc = pool_lock_init_(&a->ph->lock, POOL_LOCK_PAGEHEAP);
@@ -329,6 +357,8 @@ int pool_attach(void)
     }
     pool_crash_config_();
     pool_tls_exited_ = false;
+    pool_self_pid_ = pool_prim_getpid_();
+    proc_slot = -1;
     pool_tcache_sh_t *tc = pool_thread_setup_();
     if (tc == NULL)
         return EAGAIN;
@@ -346,8 +376,14 @@ void pool_detach(void)
         pool_tcache_flush_(&pool_arena_, tc);
         pool_tls_tcache_ = &pool_empty_tcache_;
         pthread_setspecific(thread_key, NULL);
-        slot_release(&pool_arena_.slots[tc->slot]);
+        if (tc->slot != proc_slot)
+            slot_release(&pool_arena_.slots[tc->slot]);
     }
+    /* Objects the process still holds keep living after the slot (and
+     * with it the tag) passes to another process. */
+    pool_disown_(&pool_arena_, tag_of_slot(proc_slot));
+    if (proc_slot >= 0)
+        slot_release(&pool_arena_.slots[proc_slot]);
     pool_proc_state_ = POOL_PROC_PRIVATE;
     proc_slot = -1;
 }

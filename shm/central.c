@@ -8,40 +8,53 @@
  * taken under a class lock), except one per class, kept to damp the thrash
  * of a class that hovers around a span boundary.
  *
+ * Every metadata write under the class lock is journaled (POOL_JSET) so a
+ * dead holder's operation can be undone.  Between the two locks a span is
+ * ARRIVING (from the page heap) or LEAVING (to it), owned by the tag of the
+ * process moving it, so that a reap can finish the move if it dies there.
+ * A fetched object's tag byte records the process it went to.
+ *
  * Entry points: pool_central_fetch_(), pool_central_release_().
  */
 #include "pool-internal.h"
 
 #include <string.h>
 
-/* span->listed values used here. */
-#define LISTED_NO 0
-#define LISTED_YES 1
-#define LISTED_LEAVING 2 /* off the list, on its way to the page heap */
+/* Journaled when j is not NULL (operations); plain in a rebuild, which
+ * recomputes everything and needs no undo. */
+#define SET(j, lv, v)                                                         \
+    do {                                                                      \
+        if ((j) != NULL)                                                      \
+            POOL_JSET(j, lv, v);                                              \
+        else                                                                  \
+            (lv) = (v);                                                       \
+    } while (0)
 
 /* REQUIRES: class lock (the static functions below). */
-static void list_push(pool_arena_t *a, pool_central_sh_t *c, uint32_t idx)
+static void list_push(pool_arena_t *a, pool_central_sh_t *c, pool_journal_sh_t *j, uint32_t idx)
 {
     pool_span_sh_t *s = &a->spans[idx];
-    s->prev = POOL_NIL;
-    s->next = c->head;
+    SET(j, s->prev, POOL_NIL);
+    SET(j, s->next, c->head);
     if (c->head != POOL_NIL)
-        a->spans[c->head].prev = idx;
-    c->head = idx;
-    s->listed = LISTED_YES;
+        SET(j, a->spans[c->head].prev, idx);
+    SET(j, c->head, idx);
+    SET(j, s->listed, POOL_LISTED_YES);
 }
 
-static void list_remove(pool_arena_t *a, pool_central_sh_t *c, uint32_t idx)
+static void list_remove(pool_arena_t *a, pool_central_sh_t *c, pool_journal_sh_t *j,
+                        uint32_t idx)
 {
     pool_span_sh_t *s = &a->spans[idx];
     if (s->prev != POOL_NIL)
-        a->spans[s->prev].next = s->next;
+        SET(j, a->spans[s->prev].next, s->next);
     else
-        c->head = s->next;
+        SET(j, c->head, s->next);
     if (s->next != POOL_NIL)
-        a->spans[s->next].prev = s->prev;
-    s->prev = s->next = POOL_NIL;
-    s->listed = LISTED_NO;
+        SET(j, a->spans[s->next].prev, s->prev);
+    SET(j, s->prev, POOL_NIL);
+    SET(j, s->next, POOL_NIL);
+    SET(j, s->listed, POOL_LISTED_NO);
 }
 
 void pool_central_init_(pool_arena_t *a)
@@ -53,24 +66,36 @@ void pool_central_init_(pool_arena_t *a)
     }
 }
 
-/* Take up to n free objects from span idx onto the list (*h, *t).
- * REQUIRES: class lock. */
-static uint32_t take_objects(pool_arena_t *a, pool_central_sh_t *c, uint32_t idx, uint32_t n,
-                             void **h, void **t)
+static uint8_t tag_byte(uint16_t tag)
+{
+    return tag <= POOL_MAX_TAG ? (uint8_t)tag : POOL_NO_TAG;
+}
+
+/* Take up to n free objects from span idx onto the list (*h, *t), tagging
+ * them.  Each bitmap word and the free count are logged once, before their
+ * first write.  At most POOL_BITMAP_WORDS + 8 journal entries.
+ * REQUIRES: class lock and an operation begun on j. */
+static uint32_t take_objects(pool_arena_t *a, pool_central_sh_t *c, pool_journal_sh_t *j,
+                             uint32_t idx, uint32_t n, uint8_t tag, void **h, void **t)
 {
     pool_span_sh_t *s = &a->spans[idx];
     char *base = pool_span_addr(a, s);
     uint32_t got = 0;
     if (s->nfree == s->count)
-        c->nempty--;
+        POOL_JSET(j, c->nempty, c->nempty - 1);
+    pool_op_log_(j, &s->nfree, sizeof s->nfree);
     for (unsigned w = 0; w < POOL_BITMAP_WORDS && got < n; w++) {
         uint64_t avail = ~s->bitmap[w];
+        if (avail == 0)
+            continue;
+        pool_op_log_(j, &s->bitmap[w], sizeof s->bitmap[w]);
         while (avail != 0 && got < n) {
             unsigned b = (unsigned)__builtin_ctzll(avail);
             avail &= avail - 1;
-            POOL_CRASH_POINT("central.fetch");
             s->bitmap[w] |= UINT64_C(1) << b;
+            POOL_CRASH_POINT("central.fetch");
             s->nfree--;
+            pool_owner_set(a, s, w * 64 + b, tag);
             void *obj = base + (size_t)(w * 64 + b) * s->objsize;
             if (*h == NULL)
                 *h = obj;
@@ -81,36 +106,58 @@ static uint32_t take_objects(pool_arena_t *a, pool_central_sh_t *c, uint32_t idx
         }
     }
     if (s->nfree == 0)
-        list_remove(a, c, idx);
+        list_remove(a, c, j, idx);
     return got;
+}
+
+void pool_central_add_span_locked_(pool_arena_t *a, unsigned cls, uint32_t idx)
+{
+    pool_central_sh_t *c = &a->central[cls];
+    pool_journal_sh_t *j = pool_journal_(a, POOL_LOCK_CENTRAL, cls);
+    POOL_JSET(j, c->nspans, c->nspans + 1);
+    POOL_CRASH_POINT("central.add_span");
+    POOL_JSET(j, c->nempty, c->nempty + 1);
+    list_push(a, c, j, idx);
 }
 
 uint32_t pool_central_fetch_(pool_arena_t *a, unsigned cls, uint32_t n, uint16_t owner,
                              void **head, void **tail)
 {
     pool_central_sh_t *c = &a->central[cls];
+    pool_journal_sh_t *j = pool_journal_(a, POOL_LOCK_CENTRAL, cls);
+    uint8_t tag = tag_byte(owner);
     void *h = NULL, *t = NULL;
     uint32_t got = 0;
     pool_assert(cls > 0 && cls < POOL_NCLASSES && n > 0);
     pool_lock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
+    pool_op_begin_(j, POOL_OP_FETCH, cls, n, tag);
     while (got < n) {
+        if (pool_op_room_(j) < POOL_JOURNAL_SLACK) {
+            /* What was taken so far is tagged: if we die from here, a
+             * reap gives it back. */
+            pool_op_end_(j);
+            pool_op_begin_(j, POOL_OP_FETCH, cls, n - got, tag);
+        }
         uint32_t idx = c->head;
         if (idx == POOL_NIL) {
             /* Never hold a class lock while taking the page-heap lock. */
-            pool_unlock_(&c->lock, POOL_LOCK_CENTRAL);
-            uint32_t fresh = pool_pageheap_alloc_(a, pool_classes_[cls].pages, 1, cls, owner);
+            pool_op_end_(j);
+            pool_unlock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
+            uint32_t fresh = pool_pageheap_alloc_(a, pool_classes_[cls].pages, 1, cls, tag);
             pool_lock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
+            if (fresh != POOL_NIL) {
+                pool_op_begin_(j, POOL_OP_ADD_SPAN, cls, fresh, tag);
+                pool_central_add_span_locked_(a, cls, fresh);
+                pool_op_end_(j);
+                if (pool_config_stats)
+                    a->cstats[cls].spans_in++;
+            }
+            pool_op_begin_(j, POOL_OP_FETCH, cls, n - got, tag);
             if (fresh == POOL_NIL)
                 break;
-            POOL_CRASH_POINT("central.add_span");
-            c->nspans++;
-            c->nempty++;
-            list_push(a, c, fresh);
-            if (pool_config_stats)
-                a->cstats[cls].spans_in++;
             continue;
         }
-        got += take_objects(a, c, idx, n - got, &h, &t);
+        got += take_objects(a, c, j, idx, n - got, tag, &h, &t);
     }
     if (t != NULL)
         *(void **)t = NULL;
@@ -118,56 +165,181 @@ uint32_t pool_central_fetch_(pool_arena_t *a, unsigned cls, uint32_t n, uint16_t
         a->cstats[cls].fetches++;
         a->cstats[cls].fetched += got;
     }
-    pool_unlock_(&c->lock, POOL_LOCK_CENTRAL);
+    pool_op_end_(j);
+    pool_unlock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
     *head = h;
     *tail = t;
     return got;
 }
 
+pool_span_sh_t *pool_object_span_(pool_arena_t *a, const void *p, uint32_t *oi)
+{
+    uint32_t page = pool_pagemap_page_(a, p);
+    if (page == POOL_NIL || page >= pool_atomic_load_acquire(&a->ph->carved))
+        return NULL;
+    uint32_t idx = a->pm_span[page];
+    if (idx >= a->npages || idx > page)
+        return NULL;
+    pool_span_sh_t *s = &a->spans[idx];
+    if (s->state != POOL_SPAN_SMALL || s->start != idx || page - idx >= s->npages ||
+        s->objsize == 0)
+        return NULL;
+    uintptr_t off = (uintptr_t)p - (uintptr_t)pool_span_addr(a, s);
+    if (off % s->objsize != 0 || off / s->objsize >= s->count)
+        return NULL;
+    *oi = (uint32_t)(off / s->objsize);
+    return s;
+}
+
+bool pool_central_release_one_(pool_arena_t *a, unsigned cls, void *p, uint16_t tag,
+                               uint32_t *leaving)
+{
+    pool_central_sh_t *c = &a->central[cls];
+    pool_journal_sh_t *j = pool_journal_(a, POOL_LOCK_CENTRAL, cls);
+    uint32_t oi;
+    pool_span_sh_t *s = pool_object_span_(a, p, &oi);
+    if (s == NULL || s->cls != cls)
+        return false;
+    if (s->listed == POOL_LISTED_QUARANTINED)
+        return true; /* its objects stay out of circulation */
+    uint64_t bit = UINT64_C(1) << (oi % 64);
+    if ((s->listed != POOL_LISTED_YES && s->listed != POOL_LISTED_NO) ||
+        !(s->bitmap[oi / 64] & bit))
+        return false;
+    uint32_t idx = s->start;
+    POOL_JSET(j, s->bitmap[oi / 64], s->bitmap[oi / 64] & ~bit);
+    POOL_CRASH_POINT("central.release");
+    POOL_JSET(j, s->nfree, s->nfree + 1);
+    if (s->nfree == 1)
+        list_push(a, c, j, idx);
+    if (s->nfree == s->count) {
+        if (c->nempty == 0) {
+            POOL_JSET(j, c->nempty, 1);
+        } else {
+            list_remove(a, c, j, idx);
+            POOL_JSET(j, c->nspans, c->nspans - 1);
+            POOL_JSET(j, s->listed, POOL_LISTED_LEAVING);
+            POOL_JSET(j, s->owner, tag);
+            POOL_JSET(j, s->next, *leaving);
+            *leaving = idx;
+        }
+    }
+    return true;
+}
+
+/* A release found p unacceptable: name the fault and abort. */
+static void POOL_COLD bad_release(pool_arena_t *a, unsigned cls, void *p)
+{
+    uint32_t oi;
+    pool_span_sh_t *s = pool_object_span_(a, p, &oi);
+    if (s == NULL || s->cls != cls)
+        pool_fatal_("free(): pointer %p is not an object of class %u", p, cls);
+    pool_fatal_("free(): double free of %p (class %u)", p, cls);
+}
+
 void pool_central_release_(pool_arena_t *a, unsigned cls, void *head, uint32_t n)
 {
     pool_central_sh_t *c = &a->central[cls];
+    pool_journal_sh_t *j = pool_journal_(a, POOL_LOCK_CENTRAL, cls);
+    uint16_t tag = pool_thread_tag();
     uint32_t leaving = POOL_NIL; /* spans for the page heap, linked by next */
     pool_lock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
+    pool_op_begin_(j, POOL_OP_RELEASE, cls, n, tag);
     for (void *p = head, *next; p != NULL; p = next) {
         next = *(void **)p;
-        uint32_t idx = a->pm_span[((uintptr_t)p - a->data) >> POOL_PAGE_SHIFT];
-        pool_span_sh_t *s = &a->spans[idx];
-        if (pool_unlikely(s->state != POOL_SPAN_SMALL || s->cls != cls))
-            pool_fatal_("free(): pointer %p is not an object of class %u", p, cls);
-        uint32_t oi = pool_span_object_index(a, s, p);
-        uint64_t bit = UINT64_C(1) << (oi % 64);
-        if (pool_unlikely(!(s->bitmap[oi / 64] & bit)))
-            pool_fatal_("free(): double free of %p (class %u)", p, cls);
-        POOL_CRASH_POINT("central.release");
-        s->bitmap[oi / 64] &= ~bit;
-        if (s->nfree++ == 0)
-            list_push(a, c, idx);
-        if (s->nfree == s->count) {
-            if (c->nempty == 0) {
-                c->nempty = 1;
-            } else {
-                list_remove(a, c, idx);
-                c->nspans--;
-                s->listed = LISTED_LEAVING;
-                s->next = leaving;
-                leaving = idx;
-            }
+        if (pool_op_room_(j) < POOL_JOURNAL_SLACK) {
+            /* The rest of the list is still handed out, and tagged. */
+            pool_op_end_(j);
+            pool_op_begin_(j, POOL_OP_RELEASE, cls, n, tag);
         }
+        if (pool_unlikely(!pool_central_release_one_(a, cls, p, tag, &leaving)))
+            bad_release(a, cls, p);
     }
     if (pool_config_stats) {
         a->cstats[cls].releases++;
         a->cstats[cls].released += n;
     }
-    pool_unlock_(&c->lock, POOL_LOCK_CENTRAL);
+    pool_op_end_(j);
+    pool_unlock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
     while (leaving != POOL_NIL) {
         uint32_t idx = leaving;
         leaving = a->spans[idx].next;
-        a->spans[idx].next = POOL_NIL;
         if (pool_config_stats)
             pool_atomic_inc(&a->cstats[cls].spans_out);
         pool_pageheap_free_(a, idx);
     }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Verification and rebuild                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Span p if it starts a small span of class cls that the class owns (on
+ * its list or full), else NULL.  The page heap may be changing other
+ * descriptors meanwhile: `listed` is read before and after the rest, and
+ * the page heap writes it first when a span becomes small and last when one
+ * stops being small, so a span caught mid-change is skipped.  REQUIRES:
+ * class lock. */
+static pool_span_sh_t *class_span(pool_arena_t *a, uint32_t p, unsigned cls)
+{
+    pool_span_sh_t *s = &a->spans[p];
+    uint8_t l = pool_atomic_load_acquire(&s->listed);
+    if (l != POOL_LISTED_YES && l != POOL_LISTED_NO)
+        return NULL;
+    bool mine = pool_atomic_load_acquire(&s->state) == POOL_SPAN_SMALL &&
+                pool_atomic_load_acquire(&s->cls) == cls && s->start == p;
+    return mine && pool_atomic_load_acquire(&s->listed) == l ? s : NULL;
+}
+
+static uint32_t free_in_bitmap(const pool_span_sh_t *s)
+{
+    uint32_t held = 0;
+    for (unsigned w = 0; w < POOL_BITMAP_WORDS; w++)
+        held += (uint32_t)__builtin_popcountll(s->bitmap[w]);
+    return POOL_MAX_OBJECTS - held;
+}
+
+bool pool_central_verify_(pool_arena_t *a, unsigned cls)
+{
+    pool_central_sh_t *c = &a->central[cls];
+    uint32_t carved = pool_atomic_load_acquire(&a->ph->carved);
+    uint32_t listed = 0, empty = 0, prev = POOL_NIL;
+    for (uint32_t i = c->head; i != POOL_NIL; i = a->spans[i].next) {
+        if (i >= carved || ++listed > carved)
+            return false;
+        const pool_span_sh_t *s = &a->spans[i];
+        if (s->state != POOL_SPAN_SMALL || s->cls != cls || s->listed != POOL_LISTED_YES ||
+            s->prev != prev || s->nfree == 0 || s->nfree > s->count)
+            return false;
+        if (s->nfree == s->count)
+            empty++;
+        prev = i;
+    }
+    if (empty != c->nempty)
+        return false;
+    uint32_t spans = 0, with_free = 0;
+    for (uint32_t p = 0; p < carved; p++) {
+        const pool_span_sh_t *s = class_span(a, p, cls);
+        if (s == NULL)
+            continue;
+        if (s->nfree != free_in_bitmap(s) || (s->listed == POOL_LISTED_YES) != (s->nfree > 0))
+            return false;
+        spans++;
+        with_free += s->listed == POOL_LISTED_YES;
+    }
+    return spans == c->nspans && with_free == listed;
+}
+
+/* The span's geometry is the class's, and bits past its objects are set. */
+static bool geometry_ok(const pool_span_sh_t *s, unsigned cls)
+{
+    const pool_class_t *k = &pool_classes_[cls];
+    if (s->objsize != k->size || s->count != k->count || s->npages != k->pages)
+        return false;
+    for (uint32_t b = k->count; b < POOL_MAX_OBJECTS; b++)
+        if (!(s->bitmap[b / 64] & (UINT64_C(1) << (b % 64))))
+            return false;
+    return true;
 }
 
 void pool_central_repair_(pool_arena_t *a, unsigned cls)
@@ -176,24 +348,26 @@ void pool_central_repair_(pool_arena_t *a, unsigned cls)
     c->head = POOL_NIL;
     c->nspans = c->nempty = 0;
     uint32_t carved = pool_atomic_load_acquire(&a->ph->carved);
-    for (uint32_t p = 0; p < carved;) {
-        pool_span_sh_t *s = &a->spans[p];
-        if (s->npages == 0 || s->start != p)
-            break;
-        if (s->state == POOL_SPAN_SMALL && s->cls == cls && s->listed != LISTED_LEAVING) {
-            uint32_t held = 0;
-            for (unsigned w = 0; w < POOL_BITMAP_WORDS; w++)
-                held += (uint32_t)__builtin_popcountll(s->bitmap[w]);
-            s->nfree = (uint16_t)(POOL_MAX_OBJECTS - held);
-            c->nspans++;
-            s->listed = LISTED_NO;
-            s->prev = s->next = POOL_NIL;
-            if (s->nfree > 0) {
-                list_push(a, c, p);
-                if (s->nfree == s->count)
-                    c->nempty++;
-            }
+    for (uint32_t p = 0; p < carved; p++) {
+        pool_span_sh_t *s = class_span(a, p, cls);
+        if (s == NULL)
+            continue;
+        s->prev = s->next = POOL_NIL;
+        if (!geometry_ok(s, cls)) {
+            /* Its objects can no longer be told apart: never hand them
+             * out again. */
+            s->listed = POOL_LISTED_QUARANTINED;
+            pool_atomic_add(&a->crash->xquarantined, (uint64_t)s->npages << POOL_PAGE_SHIFT);
+            pool_error_(0, "class %u: span at page %u has a broken geometry; quarantined", cls, p);
+            continue;
         }
-        p += s->npages;
+        s->nfree = (uint16_t)free_in_bitmap(s);
+        s->listed = POOL_LISTED_NO;
+        c->nspans++;
+        if (s->nfree > 0) {
+            list_push(a, c, NULL, p);
+            if (s->nfree == s->count)
+                c->nempty++;
+        }
     }
 }

@@ -4,8 +4,8 @@
  * the spans tiling the carved pages and the page map behind them, the page
  * heap's free lists and counters, each class's span bitmaps, free counts
  * and list, and the bins of every taken slot.  It holds the page-heap lock
- * and then every class lock, which no other path does in that order or
- * holds across the other (so it cannot deadlock); thread caches of other
+ * and then every class lock (pool_lock_all_, as reaps do; no other path
+ * holds two pool locks, so it cannot deadlock); thread caches of other
  * processes are read as they are, so call it on a quiescent arena.
  * Always compiled: the tests call it in Release builds too.
  */
@@ -46,6 +46,8 @@ typedef struct class_tot_s {
 
 static bool check_small(chk_t *c, const pool_span_sh_t *s, class_tot_t *tot)
 {
+    if (s->listed == POOL_LISTED_QUARANTINED)
+        return true; /* a repair gave up on it: its memory is leaked on purpose */
     const pool_class_t *k = &pool_classes_[s->cls];
     if (s->cls == 0 || s->cls >= POOL_NCLASSES || s->objsize != k->size || s->count != k->count ||
         s->npages != k->pages)
@@ -66,11 +68,15 @@ static bool check_small(chk_t *c, const pool_span_sh_t *s, class_tot_t *tot)
     if (s->nfree != POOL_MAX_OBJECTS - held)
         return fail(c, "span %u: free count %u but the bitmap has %u free objects", s->start,
                     s->nfree, POOL_MAX_OBJECTS - held);
-    if (s->listed == 2) {
+    if (s->listed == POOL_LISTED_LEAVING || s->listed == POOL_LISTED_ARRIVING) {
+        /* Between the tiers, held by the process that moves it. */
         if (s->nfree != s->count)
-            return fail(c, "span %u: on its way to the page heap with objects in use", s->start);
+            return fail(c, "span %u: in transit (listed=%u) with objects in use", s->start,
+                        s->listed);
         return true;
     }
+    if (s->listed != POOL_LISTED_YES && s->listed != POOL_LISTED_NO)
+        return fail(c, "span %u: bad listed value %u", s->start, s->listed);
     tot[s->cls].spans++;
     if ((s->listed == 1) != (s->nfree > 0))
         return fail(c, "span %u: listed=%u with %u free objects", s->start, s->listed, s->nfree);
@@ -245,6 +251,19 @@ static bool check_slots(chk_t *c)
     return true;
 }
 
+/* Every journal is committed: the locks are all ours, so an operation left
+ * open would be a recovery that did not happen. */
+static bool check_journals(chk_t *c)
+{
+    for (unsigned i = 0; i < 1 + POOL_NCLASSES; i++) {
+        const pool_journal_sh_t *j = &c->a->journals[i];
+        if (j->op != POOL_OP_NONE || j->n != 0)
+            return fail(c, "lock %u: operation %u left open with %u undo entries", i, j->op,
+                        j->n);
+    }
+    return true;
+}
+
 int pool_check(char *msg, size_t cap)
 {
     chk_t c = { &pool_arena_, msg, cap, false };
@@ -259,14 +278,10 @@ int pool_check(char *msg, size_t cap)
     }
     class_tot_t tot[POOL_NCLASSES];
     memset(tot, 0, sizeof tot);
-    pool_lock_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0);
-    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
-        pool_lock_(a, &a->central[cls].lock, POOL_LOCK_CENTRAL, cls);
+    pool_lock_all_(a);
     uint64_t free_spans = 0;
     bool ok = check_spans(&c, tot, &free_spans) && check_free_lists(&c, free_spans) &&
-              check_central(&c, tot) && check_slots(&c);
-    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
-        pool_unlock_(&a->central[cls].lock, POOL_LOCK_CENTRAL);
-    pool_unlock_(&a->ph->lock, POOL_LOCK_PAGEHEAP);
+              check_central(&c, tot) && check_slots(&c) && check_journals(&c);
+    pool_unlock_all_(a);
     return ok ? 0 : -1;
 }

@@ -1,13 +1,16 @@
-/* libshmpool — the one lock wrapper, and crash points.
+/* libshmpool — the one lock wrapper, operation journals, and crash points.
  *
  * Every shared lock is a process-shared robust mutex taken through
  * pool_lock_(): a trylock first, so contended acquisitions can be counted,
- * then a blocking lock.  When the previous owner died holding it
- * (EOWNERDEAD) the wrapper runs the repair for what the lock protects -- a
- * rebuild of the central class from its span bitmaps, or of the page heap's
- * lists from the span descriptors -- and only then marks it consistent.
- * Both repairs are rebuilds from the truth, so running one twice (a repairer
- * that dies and is repaired in turn) is harmless.
+ * then a blocking lock.  Each lock has a journal (pool_journal_sh_t): the
+ * holder begins an operation, logs each metadata word before it writes it,
+ * and commits.  When the previous owner died holding the lock (EOWNERDEAD)
+ * the wrapper rolls its unfinished operation back from the journal, then
+ * verifies what the lock protects -- and rebuilds it from the truth if the
+ * verification fails (a class from its span bitmaps, the page heap from
+ * its span descriptors) -- and only then marks the mutex consistent.  Both
+ * steps can run any number of times, so a recoverer that dies mid-way is
+ * recovered in turn.
  *
  * With --enable-pool-lock=spin the central locks are plain spin words: an
  * experiment to measure the mutex's cost, with no crash recovery at all.
@@ -18,6 +21,8 @@
 #include <string.h>
 
 #include "prim/prim.h"
+
+int pool_self_pid_;
 
 int pool_lock_init_(pool_lock_sh_t *l, pool_lock_kind_t kind)
 {
@@ -36,9 +41,29 @@ int pool_lock_init_(pool_lock_sh_t *l, pool_lock_kind_t kind)
     return rc;
 }
 
-static pool_lockstats_sh_t *lock_stats(pool_arena_t *a, pool_lock_kind_t kind, unsigned arg)
+static unsigned lock_index(pool_lock_kind_t kind, unsigned arg)
 {
-    return &a->lockstats[kind == POOL_LOCK_PAGEHEAP ? 0 : 1 + arg];
+    return kind == POOL_LOCK_PAGEHEAP ? 0 : 1 + arg;
+}
+
+pool_journal_sh_t *pool_journal_(pool_arena_t *a, pool_lock_kind_t kind, unsigned arg)
+{
+    return &a->journals[lock_index(kind, arg)];
+}
+
+static int self_pid(void)
+{
+    int pid = pool_self_pid_;
+    if (pool_unlikely(pid == 0))
+        pool_self_pid_ = pid = pool_prim_getpid_();
+    return pid;
+}
+
+/* The watchdog's view: who holds the lock, since when. */
+static void mark_held(pool_journal_sh_t *j)
+{
+    pool_atomic_store_release(&j->xsince_ns, pool_prim_now_coarse_ns_());
+    pool_atomic_store_release(&j->xholder, self_pid());
 }
 
 static void spin_lock(pool_arena_t *a, pool_lock_sh_t *l, unsigned arg)
@@ -59,7 +84,7 @@ static void spin_lock(pool_arena_t *a, pool_lock_sh_t *l, unsigned arg)
             __builtin_ia32_pause();
     }
     if (pool_config_stats) {
-        pool_lockstats_sh_t *st = lock_stats(a, POOL_LOCK_CENTRAL, arg);
+        pool_lockstats_sh_t *st = &a->lockstats[lock_index(POOL_LOCK_CENTRAL, arg)];
         st->acquired++;
         if (contended) {
             st->contended++;
@@ -68,12 +93,127 @@ static void spin_lock(pool_arena_t *a, pool_lock_sh_t *l, unsigned arg)
     }
 }
 
-static void repair(pool_arena_t *a, pool_lock_kind_t kind, unsigned arg)
+/* ------------------------------------------------------------------------ */
+/* Journal                                                                   */
+/* ------------------------------------------------------------------------ */
+
+void pool_op_begin_(pool_journal_sh_t *j, pool_op_t op, uint32_t a0, uint32_t a1, uint32_t a2)
 {
-    if (kind == POOL_LOCK_PAGEHEAP)
+    j->n = 0;
+    j->gen++;
+    j->arg[0] = a0;
+    j->arg[1] = a1;
+    j->arg[2] = a2;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    j->op = op;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+void pool_op_end_(pool_journal_sh_t *j)
+{
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    /* The commit point: from here a recoverer undoes nothing. */
+    j->op = POOL_OP_NONE;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    j->n = 0;
+}
+
+void pool_op_overflow_(pool_journal_sh_t *j)
+{
+    pool_fatal_("operation %u (generation %lu) overflowed its journal of %u entries", j->op,
+                (unsigned long)j->gen, (unsigned)POOL_JOURNAL_MAX);
+}
+
+/* True when an undo entry names a metadata word of this arena: a journal
+ * is never trusted to write anywhere else. */
+static bool entry_valid(const pool_arena_t *a, uintptr_t addr, unsigned size)
+{
+    uintptr_t lo = (uintptr_t)a->hdr, hi = a->data;
+    if (size != 1 && size != 2 && size != 4 && size != 8)
+        return false;
+    return addr >= lo && addr + size <= hi && addr % size == 0;
+}
+
+/* Restore every logged word, newest first.  Writes only old values, so a
+ * second run after a partial first one ends in the same state.  Returns
+ * false when an entry was unusable (the caller then rebuilds). */
+static bool rollback(pool_arena_t *a, pool_journal_sh_t *j)
+{
+    bool ok = true;
+    uint32_t n = j->n < POOL_JOURNAL_MAX ? j->n : POOL_JOURNAL_MAX;
+    for (uint32_t i = n; i-- > 0;) {
+        const pool_undo_sh_t *u = &j->undo[i];
+        uintptr_t addr = (uintptr_t)(u->where >> 4);
+        unsigned size = (unsigned)(u->where & 15);
+        if (!entry_valid(a, addr, size)) {
+            ok = false;
+            continue;
+        }
+        switch (size) {
+        case 1:
+            *(uint8_t *)addr = (uint8_t)u->old;
+            break;
+        case 2:
+            *(uint16_t *)addr = (uint16_t)u->old;
+            break;
+        case 4:
+            *(uint32_t *)addr = (uint32_t)u->old;
+            break;
+        default:
+            *(uint64_t *)addr = u->old;
+            break;
+        }
+        POOL_CRASH_POINT("recover.undo");
+    }
+    return ok;
+}
+
+static const char *op_name(uint32_t op)
+{
+    static const char *const names[] = { "none", "fetch", "add-span", "release",
+                                         "page-alloc", "page-free", "reap" };
+    return op < sizeof names / sizeof names[0] ? names[op] : "unknown";
+}
+
+/* The previous holder died.  REQUIRES: the lock, taken with EOWNERDEAD. */
+static void recover(pool_arena_t *a, pool_lock_kind_t kind, unsigned arg)
+{
+    pool_journal_sh_t *j = pool_journal_(a, kind, arg);
+    uint32_t op = j->op;
+    uint64_t gen = j->gen;
+    int dead = pool_atomic_load_relaxed(&j->xholder);
+    bool clean = true;
+    if (op != POOL_OP_NONE) {
+        clean = rollback(a, j);
+        /* Rolled back: a recoverer that dies from here on verifies again. */
+        j->n = 0;
+        j->rolled_back++;
+        pool_atomic_inc(&a->crash->xrolled_back);
+    }
+    bool rebuilt;
+    if (kind == POOL_LOCK_PAGEHEAP) {
+        /* The page map is never journaled: it is derived again here. */
         pool_pageheap_repair_(a);
+        rebuilt = false;
+    } else {
+        rebuilt = !clean || !pool_central_verify_(a, arg);
+        if (rebuilt) {
+            pool_central_repair_(a, arg);
+            pool_atomic_inc(&a->crash->xrebuilds);
+        }
+    }
+    j->op = POOL_OP_NONE;
+    pool_atomic_inc(&a->crash->xrecoveries);
+    a->lockstats[lock_index(kind, arg)].recoveries++;
+    char what[32];
+    if (kind == POOL_LOCK_PAGEHEAP)
+        pool_snprintf_(what, sizeof what, "page heap");
     else
-        pool_central_repair_(a, arg);
+        pool_snprintf_(what, sizeof what, "class %u", arg);
+    pool_error_(0, "%s: lock holder %d died during %s (operation %lu); %s%s", what, dead,
+                op_name(op), (unsigned long)gen,
+                op != POOL_OP_NONE ? "undone and verified" : "nothing to undo, verified",
+                rebuilt ? "; rebuilt from the span bitmaps" : "");
 }
 
 void pool_lock_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsigned arg)
@@ -91,19 +231,15 @@ void pool_lock_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsig
             t0 = pool_now_ns_();
         rc = pthread_mutex_lock(&l->mutex);
     }
-    pool_lockstats_sh_t *st = lock_stats(a, kind, arg);
     if (pool_unlikely(rc == EOWNERDEAD)) {
-        repair(a, kind, arg);
-        st->recoveries++;
+        recover(a, kind, arg);
         pthread_mutex_consistent(&l->mutex);
-        if (kind == POOL_LOCK_PAGEHEAP)
-            pool_error_(0, "page heap lock owner died; page heap repaired");
-        else
-            pool_error_(0, "class %u lock owner died; class repaired", arg);
     } else if (pool_unlikely(rc != 0)) {
         pool_fatal_("pthread_mutex_lock on a pool lock failed: error %d", rc);
     }
+    mark_held(pool_journal_(a, kind, arg));
     if (pool_config_stats) {
+        pool_lockstats_sh_t *st = &a->lockstats[lock_index(kind, arg)];
         st->acquired++;
         if (contended) {
             st->contended++;
@@ -112,12 +248,14 @@ void pool_lock_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsig
     }
 }
 
-void pool_unlock_(pool_lock_sh_t *l, pool_lock_kind_t kind)
+void pool_unlock_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsigned arg)
 {
-    if (pool_config_spin && kind == POOL_LOCK_CENTRAL)
+    if (pool_config_spin && kind == POOL_LOCK_CENTRAL) {
         pool_atomic_store_release(&l->xspin, 0);
-    else
-        pthread_mutex_unlock(&l->mutex);
+        return;
+    }
+    pool_atomic_store_release(&pool_journal_(a, kind, arg)->xholder, 0);
+    pthread_mutex_unlock(&l->mutex);
 }
 
 /* ------------------------------------------------------------------------ */

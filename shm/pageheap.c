@@ -15,7 +15,9 @@
  *
  * Page-map invariant: every page of a small or big span maps to its span;
  * a free span guarantees it only for its first and last page, which is all
- * that coalescing reads.  Entry points: pool_pageheap_alloc_/free_.
+ * that coalescing reads.  Every write under the lock but the page map's is
+ * journaled; a recovery undoes the dead holder's operation and derives the
+ * page map again.  Entry points: pool_pageheap_alloc_/free_.
  */
 #include "pool-internal.h"
 
@@ -28,52 +30,70 @@ static unsigned list_of(uint32_t npages)
     return npages < POOL_FREE_LISTS ? npages : 0;
 }
 
-/* REQUIRES: page-heap lock (all static functions below). */
+static pool_journal_sh_t *ph_journal(pool_arena_t *a)
+{
+    return pool_journal_(a, POOL_LOCK_PAGEHEAP, 0);
+}
+
+/* REQUIRES: page-heap lock and an operation begun on its journal (all
+ * static functions below).  Every descriptor, list and page counter write
+ * is journaled; the page map and the bitmaps of spans being handed out are
+ * not: a recovery derives the page map again from the descriptors, and a
+ * span that goes back to free never has its bitmap read. */
 static void list_push(pool_arena_t *a, uint32_t idx)
 {
     pool_pageheap_sh_t *ph = a->ph;
+    pool_journal_sh_t *j = ph_journal(a);
     pool_span_sh_t *s = &a->spans[idx];
     unsigned l = list_of(s->npages);
-    s->prev = POOL_NIL;
-    s->next = ph->heads[l];
+    POOL_JSET(j, s->prev, POOL_NIL);
+    POOL_JSET(j, s->next, ph->heads[l]);
     if (s->next != POOL_NIL)
-        a->spans[s->next].prev = idx;
-    ph->heads[l] = idx;
-    ph->nonempty[l / 64] |= UINT64_C(1) << (l % 64);
-    s->listed = 1;
+        POOL_JSET(j, a->spans[s->next].prev, idx);
+    POOL_JSET(j, ph->heads[l], idx);
+    POOL_JSET(j, ph->nonempty[l / 64], ph->nonempty[l / 64] | UINT64_C(1) << (l % 64));
+    POOL_JSET(j, s->listed, POOL_LISTED_YES);
 }
 
 static void list_remove(pool_arena_t *a, uint32_t idx)
 {
     pool_pageheap_sh_t *ph = a->ph;
+    pool_journal_sh_t *j = ph_journal(a);
     pool_span_sh_t *s = &a->spans[idx];
     unsigned l = list_of(s->npages);
     if (s->prev != POOL_NIL)
-        a->spans[s->prev].next = s->next;
+        POOL_JSET(j, a->spans[s->prev].next, s->next);
     else
-        ph->heads[l] = s->next;
+        POOL_JSET(j, ph->heads[l], s->next);
     if (s->next != POOL_NIL)
-        a->spans[s->next].prev = s->prev;
+        POOL_JSET(j, a->spans[s->next].prev, s->prev);
     if (ph->heads[l] == POOL_NIL)
-        ph->nonempty[l / 64] &= ~(UINT64_C(1) << (l % 64));
-    s->prev = s->next = POOL_NIL;
-    s->listed = 0;
+        POOL_JSET(j, ph->nonempty[l / 64], ph->nonempty[l / 64] & ~(UINT64_C(1) << (l % 64)));
+    POOL_JSET(j, s->prev, POOL_NIL);
+    POOL_JSET(j, s->next, POOL_NIL);
+    POOL_JSET(j, s->listed, POOL_LISTED_NO);
 }
 
-/* Make [start, start+n) a free, unlisted span descriptor. */
+/* Make [start, start+n) a free, unlisted span descriptor.  The state turns
+ * FREE before `listed` changes, so a class scanning without this lock
+ * never takes a span caught here for one of its own. */
 static void span_set_free(pool_arena_t *a, uint32_t start, uint32_t n, uint8_t returned)
 {
+    pool_journal_sh_t *j = ph_journal(a);
     pool_span_sh_t *s = &a->spans[start];
-    s->start = start;
-    s->npages = n;
-    s->prev = s->next = POOL_NIL;
-    s->state = POOL_SPAN_FREE;
-    s->cls = 0;
-    s->returned = returned;
-    s->listed = 0;
-    s->owner = POOL_NO_SLOT;
-    s->count = s->nfree = 0;
-    s->objsize = 0;
+    POOL_JSET(j, s->state, POOL_SPAN_FREE);
+    POOL_JSET(j, s->start, start);
+    POOL_JSET(j, s->npages, n);
+    POOL_JSET(j, s->prev, POOL_NIL);
+    POOL_JSET(j, s->next, POOL_NIL);
+    POOL_JSET(j, s->cls, 0);
+    POOL_JSET(j, s->returned, returned);
+    POOL_JSET(j, s->owner, POOL_NO_TAG);
+    POOL_JSET(j, s->count, 0);
+    POOL_JSET(j, s->nfree, 0);
+    POOL_JSET(j, s->objsize, 0);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    POOL_JSET(j, s->listed, POOL_LISTED_NO);
     a->pm_span[start] = start;
     a->pm_span[start + n - 1] = start;
 }
@@ -126,19 +146,22 @@ static uint32_t find_free(pool_arena_t *a, uint32_t npages, uint32_t align)
 static void free_locked(pool_arena_t *a, uint32_t idx)
 {
     pool_pageheap_sh_t *ph = a->ph;
+    pool_journal_sh_t *j = ph_journal(a);
     pool_span_sh_t *s = &a->spans[idx];
     if (s->start > 0) {
         uint32_t li = a->pm_span[s->start - 1];
         pool_span_sh_t *l = &a->spans[li];
-        if (l->state == POOL_SPAN_FREE && l->start + l->npages == s->start) {
-            POOL_CRASH_POINT("pageheap.merge_left");
+        if (li < s->start && l->state == POOL_SPAN_FREE && l->start + l->npages == s->start) {
             list_remove(a, li);
+            POOL_CRASH_POINT("pageheap.merge_left");
             if (l->returned)
-                ph->returned_pages -= l->npages;
-            l->npages += s->npages;
-            l->returned = 0;
-            s->state = POOL_SPAN_NONE;
-            s->npages = 0;
+                POOL_JSET(j, ph->returned_pages, ph->returned_pages - l->npages);
+            if (s->returned)
+                POOL_JSET(j, ph->returned_pages, ph->returned_pages - s->npages);
+            POOL_JSET(j, l->npages, l->npages + s->npages);
+            POOL_JSET(j, l->returned, 0);
+            POOL_JSET(j, s->state, POOL_SPAN_NONE);
+            POOL_JSET(j, s->npages, 0);
             idx = li;
             s = l;
             a->pm_span[s->start + s->npages - 1] = idx;
@@ -148,25 +171,26 @@ static void free_locked(pool_arena_t *a, uint32_t idx)
     if (ri < ph->carved) {
         pool_span_sh_t *r = &a->spans[ri];
         if (r->state == POOL_SPAN_FREE) {
-            POOL_CRASH_POINT("pageheap.merge_right");
             list_remove(a, ri);
+            POOL_CRASH_POINT("pageheap.merge_right");
             if (r->returned)
-                ph->returned_pages -= r->npages;
+                POOL_JSET(j, ph->returned_pages, ph->returned_pages - r->npages);
             if (s->returned)
-                ph->returned_pages -= s->npages;
-            s->npages += r->npages;
-            s->returned = 0;
-            r->state = POOL_SPAN_NONE;
-            r->npages = 0;
+                POOL_JSET(j, ph->returned_pages, ph->returned_pages - s->npages);
+            POOL_JSET(j, s->npages, s->npages + r->npages);
+            POOL_JSET(j, s->returned, 0);
+            POOL_JSET(j, r->state, POOL_SPAN_NONE);
+            POOL_JSET(j, r->npages, 0);
             a->pm_span[s->start + s->npages - 1] = idx;
         }
     }
     if (!s->returned && (s->npages >= POOL_RELEASE_PAGES ||
                          ph->free_pages - ph->returned_pages > POOL_UNRETURNED_MAX_PAGES)) {
-        POOL_CRASH_POINT("pageheap.release");
+        /* Returning pages twice (after an undo) is harmless: they are free. */
         pool_prim_remove_(pool_span_addr(a, s), (size_t)s->npages << POOL_PAGE_SHIFT);
-        s->returned = 1;
-        ph->returned_pages += s->npages;
+        POOL_CRASH_POINT("pageheap.release");
+        POOL_JSET(j, s->returned, 1);
+        POOL_JSET(j, ph->returned_pages, ph->returned_pages + s->npages);
         ph->madvises++;
     }
     list_push(a, idx);
@@ -181,23 +205,28 @@ void pool_pageheap_init_(pool_arena_t *a)
         ph->heads[l] = POOL_NIL;
 }
 
-/* Fill in a span being handed out.  REQUIRES: page-heap lock. */
+/* Fill in a span being handed out.  A small span is ARRIVING, held by
+ * `owner` until its class lists it; `listed` is written before the state
+ * turns SMALL (see span_set_free).  REQUIRES: page-heap lock. */
 static void span_set_used(pool_arena_t *a, uint32_t idx, uint32_t npages, unsigned cls,
                           uint16_t owner)
 {
+    pool_journal_sh_t *j = ph_journal(a);
     pool_span_sh_t *s = &a->spans[idx];
-    s->start = idx;
-    s->npages = npages;
-    s->prev = s->next = POOL_NIL;
-    s->returned = 0;
-    s->listed = 0;
-    s->owner = owner;
-    s->cls = (uint8_t)cls;
+    POOL_JSET(j, s->listed, cls != 0 ? POOL_LISTED_ARRIVING : POOL_LISTED_NO);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    POOL_JSET(j, s->start, idx);
+    POOL_JSET(j, s->npages, npages);
+    POOL_JSET(j, s->prev, POOL_NIL);
+    POOL_JSET(j, s->next, POOL_NIL);
+    POOL_JSET(j, s->returned, 0);
+    POOL_JSET(j, s->owner, owner <= POOL_MAX_TAG ? owner : POOL_NO_TAG);
+    POOL_JSET(j, s->cls, (uint8_t)cls);
     if (cls != 0) {
         const pool_class_t *c = &pool_classes_[cls];
-        s->objsize = c->size;
-        s->count = c->count;
-        s->nfree = c->count;
+        POOL_JSET(j, s->objsize, c->size);
+        POOL_JSET(j, s->count, c->count);
+        POOL_JSET(j, s->nfree, c->count);
         memset(s->bitmap, 0, sizeof s->bitmap);
         /* Bits past the last object read as "handed out" so a full word
          * means nothing is free in it. */
@@ -206,13 +235,15 @@ static void span_set_used(pool_arena_t *a, uint32_t idx, uint32_t npages, unsign
 #if POOL_CONFIG_DEBUG > 0
         memset(s->xheld, 0, sizeof s->xheld);
 #endif
-        s->state = POOL_SPAN_SMALL;
-        a->ph->small_pages += npages;
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        POOL_JSET(j, s->state, POOL_SPAN_SMALL);
+        POOL_JSET(j, a->ph->small_pages, a->ph->small_pages + npages);
     } else {
-        s->objsize = 0;
-        s->count = s->nfree = 0;
-        s->state = POOL_SPAN_BIG;
-        a->ph->big_pages += npages;
+        POOL_JSET(j, s->objsize, 0);
+        POOL_JSET(j, s->count, 0);
+        POOL_JSET(j, s->nfree, 0);
+        POOL_JSET(j, s->state, POOL_SPAN_BIG);
+        POOL_JSET(j, a->ph->big_pages, a->ph->big_pages + npages);
     }
     pool_pagemap_set_span_(a, idx, npages, idx);
     /* Last: from here a free() of these pages may find the class. */
@@ -223,27 +254,29 @@ uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_p
                               unsigned cls, uint16_t owner)
 {
     pool_pageheap_sh_t *ph = a->ph;
+    pool_journal_sh_t *j = ph_journal(a);
     if (npages == 0 || npages > a->npages)
         return POOL_NIL;
     if (align_pages == 0)
         align_pages = 1;
     pool_lock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
+    pool_op_begin_(j, POOL_OP_PH_ALLOC, npages, cls, owner);
     ph->allocs++;
     uint32_t idx = find_free(a, npages, align_pages);
     if (idx != POOL_NIL) {
         pool_span_sh_t *s = &a->spans[idx];
         uint32_t len = s->npages, lead = lead_pages(a, s->start, align_pages);
         uint8_t returned = s->returned;
-        POOL_CRASH_POINT("pageheap.take");
         list_remove(a, idx);
-        ph->free_pages -= len;
+        POOL_CRASH_POINT("pageheap.take");
+        POOL_JSET(j, ph->free_pages, ph->free_pages - len);
         if (returned)
-            ph->returned_pages -= len;
+            POOL_JSET(j, ph->returned_pages, ph->returned_pages - len);
         if (lead > 0) {
             span_set_free(a, idx, lead, returned);
-            ph->free_pages += lead;
+            POOL_JSET(j, ph->free_pages, ph->free_pages + lead);
             if (returned)
-                ph->returned_pages += lead;
+                POOL_JSET(j, ph->returned_pages, ph->returned_pages + lead);
             list_push(a, idx);
             idx += lead;
             len -= lead;
@@ -251,9 +284,9 @@ uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_p
         if (len > npages) {
             uint32_t rest = idx + npages;
             span_set_free(a, rest, len - npages, returned);
-            ph->free_pages += len - npages;
+            POOL_JSET(j, ph->free_pages, ph->free_pages + (len - npages));
             if (returned)
-                ph->returned_pages += len - npages;
+                POOL_JSET(j, ph->returned_pages, ph->returned_pages + (len - npages));
             list_push(a, rest);
         }
         if (returned)
@@ -261,43 +294,54 @@ uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_p
     } else {
         uint32_t start = ph->carved + lead_pages(a, ph->carved, align_pages);
         if (start < ph->carved || (uint64_t)start + npages > a->npages) {
-            pool_unlock_(&ph->lock, POOL_LOCK_PAGEHEAP);
+            pool_op_end_(j);
+            pool_unlock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
             return POOL_NIL;
         }
-        POOL_CRASH_POINT("pageheap.carve");
         if (start > ph->carved) {
             uint32_t gap = ph->carved;
             span_set_free(a, gap, start - gap, 0);
-            ph->free_pages += start - gap;
-            ph->carved = start + npages;
+            POOL_JSET(j, ph->free_pages, ph->free_pages + (start - gap));
+            POOL_JSET(j, ph->carved, start + npages);
             free_locked(a, gap);
         }
-        ph->carved = start + npages;
+        POOL_JSET(j, ph->carved, start + npages);
+        POOL_CRASH_POINT("pageheap.carve");
         idx = start;
     }
     span_set_used(a, idx, npages, cls, owner);
-    pool_unlock_(&ph->lock, POOL_LOCK_PAGEHEAP);
+    pool_op_end_(j);
+    pool_unlock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
     return idx;
+}
+
+void pool_pageheap_free_locked_(pool_arena_t *a, uint32_t idx)
+{
+    pool_pageheap_sh_t *ph = a->ph;
+    pool_journal_sh_t *j = ph_journal(a);
+    pool_span_sh_t *s = &a->spans[idx];
+    pool_assert(s->state == POOL_SPAN_SMALL || s->state == POOL_SPAN_BIG);
+    pool_op_begin_(j, POOL_OP_PH_FREE, idx, s->npages, s->cls);
+    ph->frees++;
+    /* First: a lock-free reader must stop seeing a class here. */
+    pool_pagemap_set_class_(a, s->start, s->npages, 0);
+    if (s->state == POOL_SPAN_SMALL)
+        POOL_JSET(j, ph->small_pages, ph->small_pages - s->npages);
+    else
+        POOL_JSET(j, ph->big_pages, ph->big_pages - s->npages);
+    POOL_CRASH_POINT("pageheap.free");
+    span_set_free(a, idx, s->npages, 0);
+    POOL_JSET(j, ph->free_pages, ph->free_pages + s->npages);
+    free_locked(a, idx);
+    pool_op_end_(j);
 }
 
 void pool_pageheap_free_(pool_arena_t *a, uint32_t idx)
 {
     pool_pageheap_sh_t *ph = a->ph;
     pool_lock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
-    pool_span_sh_t *s = &a->spans[idx];
-    pool_assert(s->state == POOL_SPAN_SMALL || s->state == POOL_SPAN_BIG);
-    ph->frees++;
-    /* First: a lock-free reader must stop seeing a class here. */
-    pool_pagemap_set_class_(a, s->start, s->npages, 0);
-    POOL_CRASH_POINT("pageheap.free");
-    if (s->state == POOL_SPAN_SMALL)
-        ph->small_pages -= s->npages;
-    else
-        ph->big_pages -= s->npages;
-    span_set_free(a, idx, s->npages, 0);
-    ph->free_pages += s->npages;
-    free_locked(a, idx);
-    pool_unlock_(&ph->lock, POOL_LOCK_PAGEHEAP);
+    pool_pageheap_free_locked_(a, idx);
+    pool_unlock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
 }
 
 /* Repair, pass 1: make the descriptors tile [0, carved) again.  A dead
@@ -335,8 +379,8 @@ static uint32_t repair_tiling(pool_arena_t *a)
             pool_pagemap_set_class_(a, p, s->npages, 0);
             prev_free = p;
         } else {
-            /* A span being freed when its owner died stays in use (and
-             * leaks) rather than risk being handed out twice. */
+            /* Used spans keep their class; one in transit (LEAVING) is
+             * finished by the reap of the process that moved it. */
             pool_pagemap_set_span_(a, p, s->npages, p);
             pool_pagemap_set_class_(a, p, s->npages, s->cls);
             prev_free = POOL_NIL;
@@ -355,13 +399,15 @@ void pool_pageheap_repair_(pool_arena_t *a)
          * again rather than risk handing them out twice. */
         pool_error_(0, "page heap repair: bad span at page %u; pages %u..%u quarantined", good,
                     good, ph->carved - 1);
+        ph->quarantined_pages += ph->carved - good;
+        pool_atomic_add(&a->crash->xquarantined, (uint64_t)(ph->carved - good) << POOL_PAGE_SHIFT);
         pool_span_sh_t *q = &a->spans[good];
         q->start = good;
         q->npages = ph->carved - good;
         q->state = POOL_SPAN_BIG;
         q->cls = 0;
-        q->listed = 0;
-        q->owner = POOL_NO_SLOT;
+        q->listed = POOL_LISTED_NO;
+        q->owner = POOL_NO_TAG;
         for (uint32_t p = good + 1; p < ph->carved; p++)
             a->spans[p].state = POOL_SPAN_NONE;
         pool_pagemap_set_span_(a, good, q->npages, good);

@@ -53,6 +53,7 @@ static const bool pool_config_spin = POOL_CONFIG_SPINLOCK;
 #define pool_atomic_xchg_acquire(p, v) __atomic_exchange_n((p), (v), __ATOMIC_ACQUIRE)
 #define pool_atomic_cas(p, expect, v)                                         \
     __atomic_compare_exchange_n((p), (expect), (v), false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)
+#define pool_atomic_add(p, v) __atomic_add_fetch((p), (v), __ATOMIC_RELAXED)
 #define pool_atomic_or(p, v) __atomic_fetch_or((p), (v), __ATOMIC_RELAXED)
 #define pool_atomic_and(p, v) __atomic_fetch_and((p), (v), __ATOMIC_RELAXED)
 
@@ -127,9 +128,12 @@ uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_p
 /* Give a span back: coalesce with free neighbours, maybe return its pages to
  * the OS.  Takes the page-heap lock.  REQUIRES: no central lock held. */
 void pool_pageheap_free_(pool_arena_t *a, uint32_t span);
-/* Rebuild free lists and page counters from the span descriptors.  Safe to
- * run twice.  REQUIRES: page-heap lock (called on EOWNERDEAD). */
+/* Rebuild free lists and page counters from the span descriptors, and the
+ * page map from the spans; quarantine pages past a broken descriptor.  Safe
+ * to run twice.  REQUIRES: page-heap lock (called on EOWNERDEAD). */
 void pool_pageheap_repair_(pool_arena_t *a);
+/* pool_pageheap_free_ for a caller that holds the page-heap lock. */
+void pool_pageheap_free_locked_(pool_arena_t *a, uint32_t span);
 /* The span's memory and length in bytes. */
 static inline void *pool_span_addr(const pool_arena_t *a, const pool_span_sh_t *s)
 {
@@ -151,9 +155,47 @@ uint32_t pool_central_fetch_(pool_arena_t *a, unsigned cls, uint32_t n, uint16_t
  * Spans that become wholly free go to the page heap after the class lock is
  * dropped (one is kept per class). */
 void pool_central_release_(pool_arena_t *a, unsigned cls, void *head, uint32_t n);
-/* Rebuild the class's list and counts from its spans' bitmaps.  Safe to run
- * twice.  REQUIRES: class lock (called on EOWNERDEAD). */
+/* Rebuild the class's list and counts from its spans' bitmaps; a span
+ * whose geometry is wrong is quarantined.  Safe to run twice.  REQUIRES:
+ * class lock (called on EOWNERDEAD when verification fails). */
 void pool_central_repair_(pool_arena_t *a, unsigned cls);
+/* True when the class's list, counts and spans agree.  REQUIRES: class
+ * lock. */
+bool pool_central_verify_(pool_arena_t *a, unsigned cls);
+/* Put a span the page heap handed out for class cls (ARRIVING) on the
+ * class.  REQUIRES: class lock. */
+void pool_central_add_span_locked_(pool_arena_t *a, unsigned cls, uint32_t idx);
+/* Give back one object p of class cls, validated: false (nothing changed)
+ * when p is not a handed-out object of the class.  A span that becomes
+ * wholly free beyond the one kept is unlinked, marked LEAVING for `tag`
+ * and pushed on *leaving (linked by next).  REQUIRES: class lock and an
+ * operation begun on its journal with room for POOL_JOURNAL_SLACK. */
+bool pool_central_release_one_(pool_arena_t *a, unsigned cls, void *p, uint16_t tag,
+                               uint32_t *leaving);
+/* The small span holding p when p is an object boundary in it (its index
+ * in *oi), else NULL.  Safe on any pointer; stable only under the class
+ * lock of the span's class. */
+pool_span_sh_t *pool_object_span_(pool_arena_t *a, const void *p, uint32_t *oi);
+/* Tag byte of object oi of small span s. */
+static inline uint8_t *pool_owner_of(const pool_arena_t *a, const pool_span_sh_t *s, uint32_t oi)
+{
+    uint32_t g = s->count > POOL_OWNER_ROW ? oi >> 1 : oi;
+    return &a->owners[(size_t)s->start * POOL_OWNER_ROW + g];
+}
+/* Record that object oi of s (handed out) now belongs to tag.  A byte
+ * shared with a neighbour that another process holds says nobody.
+ * REQUIRES: class lock. */
+static inline void pool_owner_set(const pool_arena_t *a, const pool_span_sh_t *s, uint32_t oi,
+                                  uint8_t tag)
+{
+    uint8_t *o = pool_owner_of(a, s, oi);
+    if (s->count > POOL_OWNER_ROW) {
+        uint32_t nb = oi ^ 1;
+        if (nb < s->count && ((s->bitmap[nb / 64] >> (nb % 64)) & 1) && *o != tag)
+            tag = POOL_NO_TAG;
+    }
+    *o = tag;
+}
 /* Index of object p in small span s. */
 static inline uint32_t pool_span_object_index(const pool_arena_t *a, const pool_span_sh_t *s,
                                               const void *p)
@@ -169,10 +211,67 @@ static inline uint32_t pool_span_object_index(const pool_arena_t *a, const pool_
 /* Initialise a lock in the arena.  Returns 0 or the pthread error. */
 int pool_lock_init_(pool_lock_sh_t *l, pool_lock_kind_t kind);
 /* Acquire: trylock first (to count contention), then block; on EOWNERDEAD
- * run the repair for `kind` (arg: the class) and mark it consistent.  Never
+ * roll the dead owner's operation back from the journal, verify (rebuild
+ * if need be) what the lock protects, and mark it consistent.  Never
  * fails: an unrecoverable lock aborts. */
 void pool_lock_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsigned arg);
-void pool_unlock_(pool_lock_sh_t *l, pool_lock_kind_t kind);
+void pool_unlock_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsigned arg);
+/* The journal of the lock (kind, arg). */
+pool_journal_sh_t *pool_journal_(pool_arena_t *a, pool_lock_kind_t kind, unsigned arg);
+/* Begin an operation / commit it.  REQUIRES: the journal's lock. */
+void pool_op_begin_(pool_journal_sh_t *j, pool_op_t op, uint32_t a0, uint32_t a1, uint32_t a2);
+void pool_op_end_(pool_journal_sh_t *j);
+/* Abort: an operation logged more entries than the journal holds. */
+void pool_op_overflow_(pool_journal_sh_t *j) __attribute__((noreturn, cold));
+/* This process's pid, cached (0 until first needed; reset in a forked
+ * child). */
+extern int pool_self_pid_;
+
+/* Log the size bytes at addr before they are written.  The entry is
+ * complete before the count covers it, and the count before the caller's
+ * write: a process killed between any two stores leaves a journal that
+ * undoes exactly what it wrote.  REQUIRES: the journal's lock. */
+static inline void pool_op_log_(pool_journal_sh_t *j, void *addr, uint32_t size)
+{
+    uint32_t n = j->n;
+    if (pool_unlikely(n >= POOL_JOURNAL_MAX))
+        pool_op_overflow_(j);
+    pool_undo_sh_t *u = &j->undo[n];
+    u->where = (uint64_t)(uintptr_t)addr << 4 | size;
+    switch (size) {
+    case 1:
+        u->old = *(const uint8_t *)addr;
+        break;
+    case 2:
+        u->old = *(const uint16_t *)addr;
+        break;
+    case 4:
+        u->old = *(const uint32_t *)addr;
+        break;
+    default:
+        u->old = *(const uint64_t *)addr;
+        break;
+    }
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    j->n = n + 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+/* Entries left before the operation must commit and begin again. */
+static inline uint32_t pool_op_room_(const pool_journal_sh_t *j)
+{
+    return POOL_JOURNAL_MAX - j->n;
+}
+
+/* Journaled assignment of a metadata field: lv = v, undoable. */
+#define POOL_JSET(j, lv, v)                                                   \
+    do {                                                                      \
+        __typeof__(lv) *jset_p_ = &(lv);                                      \
+        __typeof__(lv) jset_v_ = (v);                                         \
+        pool_op_log_((j), jset_p_, sizeof *jset_p_);                          \
+        *jset_p_ = jset_v_;                                                   \
+    } while (0)
+
 /* Read SHMPOOL_CRASH once (debug builds; attach calls it). */
 void pool_crash_config_(void);
 /* Count a hit of crash point `name`; die by SIGKILL at the configured hit. */
@@ -195,6 +294,12 @@ uint32_t pool_layout_version_(void);
 /* Unmap the arena and forget it (tests; the calling process only).  Other
  * threads must not be using the pool. */
 void pool_destroy_(void);
+/* The owner tag of the calling thread's objects (POOL_NO_TAG without a
+ * cache). */
+static inline uint16_t pool_thread_tag(void)
+{
+    return pool_tls_tcache_->tag;
+}
 /* Give the calling thread a cache in a free slot.  Returns it, or NULL
  * when every slot is taken or the thread is exiting. */
 pool_tcache_sh_t *pool_thread_setup_(void);
@@ -283,6 +388,19 @@ static inline void pool_free_fast(void *p)
 
 /* Current time for wait measurements (stats builds). */
 uint64_t pool_now_ns_(void);
+
+/* ------------------------------------------------------------------------ */
+/* reap.c                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Take the page-heap lock and then every class lock (the order pool_check
+ * and reaps use; no other path holds two pool locks). */
+void pool_lock_all_(pool_arena_t *a);
+void pool_unlock_all_(pool_arena_t *a);
+/* Clear the tag of every live object and big span carrying `tag`: a
+ * process that detaches keeps its objects, and no reap of a later holder
+ * of the slot may take them.  Takes every lock. */
+void pool_disown_(pool_arena_t *a, uint16_t tag);
 
 /* ------------------------------------------------------------------------ */
 /* Private heap (glibc's own entry points, which never call ours)           */

@@ -7,6 +7,9 @@
  *   pool_central_sh_t   one per size class, each on its own cache line
  *   pool_pageheap_sh_t  the page heap: its lock, free lists, page counters
  *   pool_span_sh_t      one descriptor per span, indexed by its first page
+ *   pool_journal_sh_t   one per lock: the operation in progress and its undo
+ *                       entries, so a dead owner's half-done update is undone
+ *   pool_crash_sh_t     what recoveries and reaps found, for pool_stats_json
  *   pool_arena_t        process-private view of a mapped arena (pointers)
  * Types ending in _sh_t live in the shared arena: they hold no process-local
  * pointers except ones into the arena itself, which is mapped at the same
@@ -32,6 +35,17 @@
 #define POOL_PAGE_SHIFT 13
 #define POOL_PAGE_SIZE ((size_t)1 << POOL_PAGE_SHIFT)
 
+/* Owner tags: an object or big span records the attach slot of the process
+ * that took it (slot + 1); 0 means untracked, never reclaimed by a reap.
+ * Slot 255 has no tag of its own. */
+#define POOL_NO_TAG 0
+#define POOL_MAX_TAG 255
+/* Tag bytes per page of a span.  Only the 16-byte class has more objects
+ * (512 in its page): there two neighbours share a byte, which is cleared to
+ * POOL_NO_TAG when they belong to different processes (see
+ * pool_owner_set), so a tag is never wrong, only sometimes missing. */
+#define POOL_OWNER_ROW 256
+
 /* Class 0 means "not a small object"; classes 1..96 are the size classes. */
 #define POOL_NCLASSES 97
 #define POOL_SMALL_LOOKUP_MAX 1024 /* first lookup table: 16-byte steps */
@@ -52,7 +66,7 @@
 #define POOL_MAGIC UINT64_C(0x6c6f6f706d687373) /* "sshmpool" little-endian */
 /* Bumped whenever a shared structure changes shape.  Debug and spin builds
  * change the span and lock layouts, so they are folded into the version. */
-#define POOL_LAYOUT_VERSION 1u
+#define POOL_LAYOUT_VERSION 2u
 
 /* ------------------------------------------------------------------------ */
 /* Locks                                                                     */
@@ -70,6 +84,53 @@ typedef enum pool_lock_kind_e {
     POOL_LOCK_PAGEHEAP = 0,
     POOL_LOCK_CENTRAL = 1,
 } pool_lock_kind_t;
+
+/* The operation a lock holder is performing, recorded in its journal. */
+typedef enum pool_op_e {
+    POOL_OP_NONE = 0,       /* nothing in progress (committed) */
+    POOL_OP_FETCH = 1,      /* central: objects to a thread cache */
+    POOL_OP_ADD_SPAN = 2,   /* central: a fresh span onto the class list */
+    POOL_OP_RELEASE = 3,    /* central: objects back from a thread cache */
+    POOL_OP_PH_ALLOC = 4,   /* page heap: a span handed out */
+    POOL_OP_PH_FREE = 5,    /* page heap: a span given back */
+    POOL_OP_REAP = 6,       /* central: a dead process's objects reclaimed */
+} pool_op_t;
+
+/* One undo entry: a metadata word and the value it held before the
+ * mutation.  The arena is mapped at the same address in every process, so
+ * the address is valid for whoever rolls the entry back. */
+typedef struct pool_undo_sh_s {
+    uint64_t where; /* address << 4 | size in bytes (1, 2, 4 or 8) */
+    uint64_t old;   /* the previous value */
+} pool_undo_sh_t;
+
+/* Undo entries per operation: a page-heap operation needs about 60, one
+ * span taken or one object given back by a class about 20.  Batches that
+ * could need more commit and begin again before the journal fills: each
+ * piece is consistent on its own. */
+#define POOL_JOURNAL_MAX 192
+/* Room an operation keeps for its next step. */
+#define POOL_JOURNAL_SLACK 48
+
+/* The journal of one lock.  The holder begins an operation (gen, op, args),
+ * logs every metadata word before it writes it, and commits by setting op
+ * back to NONE.  A process that gets EOWNERDEAD rolls the entries back in
+ * reverse order: exactly the dead owner's unfinished operation is undone.
+ * Rolling back twice restores the same values, so a recoverer that dies is
+ * simply recovered again.  holder/since let a watchdog find a lock held too
+ * long; they are written after the lock is taken and cleared before it is
+ * given back. */
+typedef struct pool_journal_sh_s {
+    uint64_t gen;       /* operations begun under this lock */
+    uint32_t op;        /* pool_op_t in progress, POOL_OP_NONE when committed */
+    uint32_t n;         /* undo entries in use */
+    uint32_t arg[3];    /* the operation's arguments (class or span, count, tag) */
+    int32_t xholder;    /* pid holding the lock, 0 when free (atomic) */
+    uint64_t xsince_ns; /* monotonic time it was taken (atomic) */
+    uint64_t rolled_back; /* operations undone after a dead owner */
+    uint64_t pad_[2];
+    pool_undo_sh_t undo[POOL_JOURNAL_MAX];
+} __attribute__((aligned(64))) pool_journal_sh_t;
 
 /* Counters of one lock, updated while it is held (no atomics needed). */
 typedef struct pool_lockstats_sh_s {
@@ -103,6 +164,17 @@ typedef enum pool_span_state_e {
     POOL_SPAN_BIG = 3,   /* handed whole to one caller */
 } pool_span_state_t;
 
+/* span->listed: where a span stands between the tiers.  A span in transit
+ * (ARRIVING, LEAVING) is held by the process named in span->owner, between
+ * two locks; a reap finishes the move if that process died. */
+typedef enum pool_listed_e {
+    POOL_LISTED_NO = 0,       /* small: full, off the class list; free: unlisted */
+    POOL_LISTED_YES = 1,      /* on the class list, or on a page-heap free list */
+    POOL_LISTED_LEAVING = 2,  /* wholly free, off its class, on its way to the page heap */
+    POOL_LISTED_ARRIVING = 3, /* fresh from the page heap, not yet on its class */
+    POOL_LISTED_QUARANTINED = 4, /* failed a repair: its objects are never handed out */
+} pool_listed_t;
+
 /* A run of pages.  The descriptor sits at the index of its first page, so
  * the page map's span index is also the first page; list links are indices
  * so that a repair can validate them against the array bounds. */
@@ -114,8 +186,8 @@ typedef struct pool_span_sh_s {
     uint8_t state;    /* pool_span_state_t */
     uint8_t cls;      /* size class for POOL_SPAN_SMALL, else 0 */
     uint8_t returned; /* free span whose pages went back to the OS */
-    uint8_t listed;   /* on a free list (page heap) or the class list (central) */
-    uint16_t owner;   /* slot that took it from the page heap (crash recovery) */
+    uint8_t listed;   /* pool_listed_t */
+    uint16_t owner;   /* tag: big span, its taker; small span in transit, its mover */
     uint16_t count;   /* objects in the span */
     uint16_t nfree;   /* objects whose bit is clear (owned by the central cache) */
     uint16_t pad_;
@@ -173,7 +245,39 @@ typedef struct pool_pageheap_sh_s {
     uint64_t frees;      /* spans given back */
     uint64_t madvises;   /* MADV_REMOVE calls */
     uint64_t reused_returned; /* returned pages handed out again */
+    uint64_t quarantined_pages; /* pages a repair could not make sense of */
 } pool_pageheap_sh_t;
+
+/* ------------------------------------------------------------------------ */
+/* Crash accounting                                                          */
+/* ------------------------------------------------------------------------ */
+
+/* What one pool_reap() found, kept for /stats. */
+typedef struct pool_reaprec_sh_s {
+    int32_t pid;
+    uint32_t slots;
+    uint64_t cached;    /* bytes of thread caches given back */
+    uint64_t live;      /* bytes of live objects and big spans reclaimed */
+    uint64_t transit;   /* bytes of spans it was moving between tiers */
+    uint64_t leaked;    /* bytes that could not be given back */
+} pool_reaprec_sh_t;
+
+#define POOL_REAP_HISTORY 16
+
+/* Written under the page-heap lock (reaps hold every lock), or with
+ * atomics (recoveries, which hold only their own lock). */
+typedef struct pool_crash_sh_s {
+    uint64_t xrecoveries;   /* locks recovered from a dead owner */
+    uint64_t xrolled_back;  /* of those, with an operation to undo */
+    uint64_t xrebuilds;     /* classes rebuilt because verification failed */
+    uint64_t xquarantined;  /* bytes quarantined by repairs */
+    uint64_t reaps;         /* pool_reap() calls that found a dead process */
+    uint64_t cached;        /* totals over all reaps, as in pool_reaprec_sh_t */
+    uint64_t live;
+    uint64_t transit;
+    uint64_t leaked;
+    pool_reaprec_sh_t last[POOL_REAP_HISTORY]; /* ring, reaps % 16 */
+} pool_crash_sh_t;
 
 /* ------------------------------------------------------------------------ */
 /* Thread cache and slots                                                    */
@@ -208,7 +312,8 @@ typedef struct pool_tcache_sh_s {
     uintptr_t size;          /* data bytes; 0 in the empty cache */
     const uint8_t *pm_class; /* page map: class byte per page */
     uint16_t slot;           /* own slot index */
-    uint16_t pad_[3];
+    uint16_t tag;            /* owner tag of the process (its attach slot + 1) */
+    uint16_t pad_[2];
     pool_bin_t bins[POOL_NCLASSES];
     pool_binstats_t stats[POOL_NCLASSES];
 } pool_tcache_sh_t;
@@ -233,7 +338,9 @@ typedef struct pool_slot_sh_s {
     uint32_t used;     /* ever taken: stats print only these */
     int32_t pid;       /* process that holds (or last held) the slot */
     int32_t tid;
-    uint64_t pad_[6];
+    uint32_t tag;      /* owner tag the thread's objects carry */
+    uint32_t pad32_;
+    uint64_t pad_[5];
     pool_slotstats_t stats;
     pool_tcache_sh_t tcache __attribute__((aligned(64)));
 } pool_slot_sh_t;
@@ -253,6 +360,7 @@ typedef struct pool_header_sh_s {
     /* byte offsets from base */
     uint64_t off_slots, off_central, off_centralstats, off_lockstats;
     uint64_t off_pageheap, off_spans, off_pm_class, off_pm_span, off_data;
+    uint64_t off_journals, off_owners, off_crash;
     uint64_t xfallbacks;     /* arena full: served privately (atomic) */
     uint64_t xforeign_frees; /* detached processes' arena frees (atomic) */
 } pool_header_sh_t;
@@ -268,6 +376,9 @@ typedef struct pool_arena_s {
     pool_span_sh_t *spans;           /* [npages] */
     uint8_t *pm_class;               /* [npages] */
     uint32_t *pm_span;               /* [npages] */
+    pool_journal_sh_t *journals;     /* [1 + POOL_NCLASSES]: page heap, classes */
+    uint8_t *owners;                 /* [npages][POOL_OWNER_ROW]: object tags */
+    pool_crash_sh_t *crash;
     uintptr_t data;                  /* first data page */
     uintptr_t data_size;             /* npages << POOL_PAGE_SHIFT */
     uint32_t npages;

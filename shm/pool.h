@@ -125,6 +125,60 @@ POOL_API size_t pool_stats_json(char *buf, size_t cap);
 /* Flush the calling thread's cache to the central caches (tests, detach). */
 POOL_API void pool_thread_flush(void);
 
+/* ------------------------------------------------------------------------ */
+/* Crashes                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* A process may die at any instruction, also holding a pool lock: the next
+ * locker undoes its unfinished operation from the lock's journal and
+ * verifies the structure before going on.  What the dead process still
+ * held -- its thread caches, the objects it allocated, spans it was moving
+ * between tiers -- is given back by pool_reap(), which the process that
+ * waits for it (poold's master) calls.
+ *
+ * Ownership invariant: objects are not shared across processes, or the
+ * receiver adopts them.  Every small object records the process that took
+ * it from its central cache, every big span the process that allocated it
+ * (by the process's attach slot).  When that process dies, pool_reap()
+ * frees all of them: an object handed to another process that did not call
+ * pool_adopt() on it would then be handed out twice.  Threads of one
+ * process share freely.  A process that detaches disowns what it still
+ * holds (no reap will take it).  The slot above 254 has no tag: a process
+ * attached there cannot be reaped of its live objects. */
+
+/* What pool_reap() gave back and what it could not, in bytes. */
+typedef struct pool_reap_report_s {
+    pid_t pid;
+    unsigned slots;          /* slots the process held (one per thread) */
+    unsigned recoveries;     /* locks found with a dead owner while reaping */
+    size_t cached;           /* its thread caches, back to the central caches */
+    size_t live;             /* objects and big spans it had allocated, freed */
+    size_t transit;          /* spans it was moving between tiers, finished */
+    size_t leaked;           /* cached objects behind a broken link: not found */
+} pool_reap_report_t;
+
+/* Give back everything process pid (dead, already waited for) held in the
+ * arena, take and release every pool lock so that each repair happens now,
+ * and free its slots.  Fills *out (when not NULL).  Returns 0; ESRCH if pid
+ * held no slot; EBUSY if pid is still alive; ENOENT without an arena.
+ * Takes every lock; never aborts on what it finds. */
+POOL_API int pool_reap(pid_t pid, pool_reap_report_t *out);
+
+/* Take and release every pool lock, so that a lock whose holder died is
+ * repaired now rather than at the next allocation.  Returns how many locks
+ * were recovered. */
+POOL_API unsigned pool_repair(void);
+
+/* The pid of a process that has held a pool lock for at least min_ms
+ * milliseconds, or 0.  Read without locks: a watchdog's hint (confirm the
+ * process is stuck before acting on it). */
+POOL_API pid_t pool_lock_stalled(unsigned min_ms);
+
+/* Make the calling process the owner of p, an object another process
+ * allocated and handed over (see the invariant above).  NULL, private
+ * pointers and calls from a process that is not attached are ignored. */
+POOL_API void pool_adopt(void *p);
+
 #ifdef __cplusplus
 }
 #endif

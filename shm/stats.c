@@ -51,7 +51,7 @@ void pool_usage(pool_usage_t *u)
         uint64_t spans = c->nspans, free_objs = 0;
         for (uint32_t i = c->head; i != POOL_NIL; i = a->spans[i].next)
             free_objs += a->spans[i].nfree;
-        pool_unlock_(&c->lock, POOL_LOCK_CENTRAL);
+        pool_unlock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
         uint64_t handed = spans * k->count - free_objs;
         uint64_t tc = cached_objs[cls] < handed ? cached_objs[cls] : handed;
         uint64_t span_bytes = (uint64_t)k->pages * POOL_PAGE_SIZE;
@@ -67,7 +67,7 @@ void pool_usage(pool_usage_t *u)
     u->free = (size_t)ph->free_pages << POOL_PAGE_SHIFT;
     u->returned = (size_t)ph->returned_pages << POOL_PAGE_SHIFT;
     in_use += (size_t)ph->big_pages << POOL_PAGE_SHIFT;
-    pool_unlock_(&ph->lock, POOL_LOCK_PAGEHEAP);
+    pool_unlock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
     u->in_use = in_use;
     u->cached = cached;
 }
@@ -176,6 +176,46 @@ static void jp_slots(json_t *j, pool_arena_t *a)
     jp(j, "]");
 }
 
+/* Recoveries, quarantines and reaps, with the last reaps one by one. */
+static void jp_crash(json_t *j, pool_arena_t *a)
+{
+    const pool_crash_sh_t *c = a->crash;
+    jp(j, ",\"crash\":{\"recoveries\":%lu,\"rolled_back\":%lu,\"rebuilds\":%lu,"
+          "\"quarantined_bytes\":%lu,\"reaps\":%lu,\"reaped_cached_bytes\":%lu,"
+          "\"reaped_live_bytes\":%lu,\"reaped_transit_bytes\":%lu,\"leaked_bytes\":%lu,"
+          "\"last_reaps\":[",
+       (unsigned long)pool_atomic_load_relaxed(&c->xrecoveries),
+       (unsigned long)pool_atomic_load_relaxed(&c->xrolled_back),
+       (unsigned long)pool_atomic_load_relaxed(&c->xrebuilds),
+       (unsigned long)pool_atomic_load_relaxed(&c->xquarantined), (unsigned long)c->reaps,
+       (unsigned long)c->cached, (unsigned long)c->live, (unsigned long)c->transit,
+       (unsigned long)c->leaked);
+    uint64_t n = c->reaps < POOL_REAP_HISTORY ? c->reaps : POOL_REAP_HISTORY;
+    for (uint64_t i = 0; i < n; i++) {
+        const pool_reaprec_sh_t *r = &c->last[(c->reaps - 1 - i) % POOL_REAP_HISTORY];
+        jp(j, "%s{\"pid\":%d,\"slots\":%u,\"cached_bytes\":%lu,\"live_bytes\":%lu,"
+              "\"transit_bytes\":%lu,\"leaked_bytes\":%lu}",
+           i == 0 ? "" : ",", r->pid, r->slots, (unsigned long)r->cached,
+           (unsigned long)r->live, (unsigned long)r->transit, (unsigned long)r->leaked);
+    }
+    jp(j, "]}");
+}
+
+/* Debug builds: pool_check()'s verdict, quotes and backslashes of its
+ * message replaced so that the JSON stays valid. */
+static void jp_check(json_t *j)
+{
+    char msg[200];
+    if (pool_check(msg, sizeof msg) == 0) {
+        jp(j, ",\"check\":\"ok\"");
+        return;
+    }
+    for (char *m = msg; *m; m++)
+        if (*m == '"' || *m == '\\' || (unsigned char)*m < 0x20)
+            *m = '\'';
+    jp(j, ",\"check\":\"%s\"", msg);
+}
+
 size_t pool_stats_json(char *buf, size_t cap)
 {
     json_t j = { buf, cap, 0 };
@@ -198,7 +238,10 @@ size_t pool_stats_json(char *buf, size_t cap)
            ph->npages, ph->carved, (unsigned long)ph->allocs, (unsigned long)ph->frees,
            (unsigned long)ph->madvises, (unsigned long)ph->reused_returned);
         jp_lock(&j, &a->lockstats[0]);
-        jp(&j, "}");
+        jp(&j, ",\"quarantined_pages\":%lu}", (unsigned long)ph->quarantined_pages);
+        jp_crash(&j, a);
+        if (pool_config_debug > 0)
+            jp_check(&j);
         if (pool_config_stats) {
             jp_classes(&j, a);
             jp_slots(&j, a);

@@ -150,7 +150,7 @@ static bool refill(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
 {
     pool_bin_t *bin = &tc->bins[cls];
     void *head, *tail;
-    uint32_t got = pool_central_fetch_(a, cls, bin->batch, tc->slot, &head, &tail);
+    uint32_t got = pool_central_fetch_(a, cls, bin->batch, tc->tag, &head, &tail);
     if (pool_config_stats) {
         tc->stats[cls].misses++;
         tc->stats[cls].fetches++;
@@ -192,7 +192,7 @@ static void *alloc_big(pool_arena_t *a, pool_tcache_sh_t *tc, size_t size, size_
     if (npages == 0)
         npages = 1;
     uint32_t align_pages = align > POOL_PAGE_SIZE ? (uint32_t)(align >> POOL_PAGE_SHIFT) : 1;
-    uint32_t idx = pool_pageheap_alloc_(a, npages, align_pages, 0, tc->slot);
+    uint32_t idx = pool_pageheap_alloc_(a, npages, align_pages, 0, tc->tag);
     if (idx == POOL_NIL)
         return NULL;
     if (pool_config_stats)

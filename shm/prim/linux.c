@@ -122,6 +122,18 @@ uint64_t pool_prim_now_ns_(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t pool_prim_now_coarse_ns_(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+bool pool_prim_alive_(int pid)
+{
+    return kill(pid, 0) == 0 || errno == EPERM;
+}
+
 void pool_prim_kill_self_(void)
 {
     for (;;)

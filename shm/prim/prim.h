@@ -7,6 +7,7 @@
 #ifndef POOL_PRIM_H
 #define POOL_PRIM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,10 @@ int pool_prim_gettid_(void);
 void pool_prim_yield_(void);
 /* Monotonic clock in nanoseconds. */
 uint64_t pool_prim_now_ns_(void);
+/* Monotonic clock, coarse (a few ms) and cheap: lock-holder timestamps. */
+uint64_t pool_prim_now_coarse_ns_(void);
+/* True while process pid exists (also as a zombie). */
+bool pool_prim_alive_(int pid);
 /* Die at once by SIGKILL (crash points). */
 void pool_prim_kill_self_(void) __attribute__((noreturn));
 /* The environment variable name, or NULL (getenv: no allocation). */
