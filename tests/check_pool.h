@@ -13,6 +13,7 @@ Suite *make_central_suite(void);
 Suite *make_tcache_suite(void);
 Suite *make_stress_suite(void);
 Suite *make_fork_suite(void);
+Suite *make_crash_suite(void);
 
 /* Arena size the fixtures create. */
 #define POOL_TEST_HEAP ((size_t)64 << 20)

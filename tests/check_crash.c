@@ -1,0 +1,499 @@
+/* Crash safety of the pool: processes really die (SIGKILL, at the named
+ * crash points of debug builds or anywhere), other processes go on in the
+ * same classes and the page heap, and pool_reap() gives back what the dead
+ * held.  Every block carries its own pattern (pattern.h), so an object
+ * handed out twice -- to a live holder and to a later allocator -- shows up
+ * as a mismatch; pool_check() must pass; and the bytes still in use after
+ * every process is reaped must be exactly what the reaps reported as
+ * leaked.  The test process stays private so that its children share its
+ * arena.  Entry point: make_crash_suite().
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check_pool.h"
+#include "pattern.h"
+#include "pool-internal.h"
+
+#define SMALL_A 96
+#define SMALL_B 8192
+#define BIG_BYTES ((size_t)600 << 10)
+#define HOLD 120 /* blocks a holder or a crasher keeps live */
+
+typedef struct held_s {
+    void *p;
+    size_t size;
+    uint64_t seed;
+} held_t;
+
+static size_t size_of(unsigned i)
+{
+    return i % 11 == 10 ? BIG_BYTES : (i % 2 ? SMALL_A : SMALL_B);
+}
+
+/* Allocate n patterned blocks of the mix above. */
+static void hold_blocks(held_t *h, unsigned n, uint64_t salt)
+{
+    for (unsigned i = 0; i < n; i++) {
+        h[i].size = size_of(i);
+        h[i].seed = salt << 32 | i;
+        h[i].p = pool_malloc(h[i].size);
+        if (h[i].p == NULL || !pool_owns(h[i].p))
+            _exit(4);
+        pattern_fill(h[i].p, 0, h[i].size, h[i].seed);
+    }
+}
+
+/* Number of blocks whose pattern is broken. */
+static unsigned broken_blocks(const held_t *h, unsigned n)
+{
+    unsigned bad = 0;
+    for (unsigned i = 0; i < n; i++)
+        bad += pattern_find_bad(h[i].p, h[i].size, h[i].seed) != SIZE_MAX;
+    return bad;
+}
+
+/* Allocate and free in both classes and big spans, in rounds, so that every
+ * crash point is reached; each block is checked before it is freed. */
+static unsigned churn(uint64_t salt, unsigned rounds)
+{
+    static held_t small[300], big[6];
+    unsigned bad = 0;
+    for (unsigned r = 0; r < rounds; r++) {
+        for (unsigned i = 0; i < 300; i++) {
+            small[i].size = i % 2 ? SMALL_A : SMALL_B;
+            small[i].seed = salt << 40 | (uint64_t)r << 20 | i;
+            small[i].p = pool_malloc(small[i].size);
+            if (small[i].p == NULL)
+                _exit(4);
+            pattern_fill(small[i].p, 0, small[i].size, small[i].seed);
+        }
+        for (unsigned i = 0; i < 6; i++) {
+            big[i].size = (size_t)(i + 1) << 19;
+            big[i].seed = salt << 40 | (uint64_t)r << 20 | 1000 | i;
+            big[i].p = pool_malloc(big[i].size);
+            if (big[i].p == NULL)
+                _exit(4);
+            pattern_fill(big[i].p, 0, big[i].size, big[i].seed);
+        }
+        bad += broken_blocks(small, 300) + broken_blocks(big, 6);
+        for (unsigned i = 0; i < 6; i += 2)
+            pool_free(big[i].p);
+        for (unsigned i = 1; i < 6; i += 2)
+            pool_free(big[i].p);
+        for (unsigned i = 0; i < 300; i++)
+            pool_free(small[i].p);
+        pool_thread_flush();
+    }
+    return bad;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Processes                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Fork a child that attaches (dying at `crash` when not NULL) and runs fn,
+ * whose return value is its exit status. */
+static pid_t spawn(int (*fn)(void *), void *arg, const char *crash)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (crash != NULL)
+            setenv("SHMPOOL_CRASH", crash, 1);
+        else
+            unsetenv("SHMPOOL_CRASH");
+        alarm(20); /* a child that hangs dies rather than stall the suite */
+        if (pool_attach() != 0)
+            _exit(1);
+        _exit(fn(arg));
+    }
+    return pid;
+}
+
+static int wait_for(pid_t pid)
+{
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        ck_assert_int_eq(errno, EINTR);
+    return status;
+}
+
+static void assert_exit0(pid_t pid, const char *who)
+{
+    int status = wait_for(pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s exited with status %#x",
+                  who, status);
+}
+
+static void assert_killed(pid_t pid, const char *who)
+{
+    int status = wait_for(pid);
+    ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+                  "%s was not killed (status %#x)", who, status);
+}
+
+/* A holder keeps HOLD patterned blocks across the crash and everything
+ * after it; it checks them when told to through the pipe. */
+typedef struct holder_s {
+    int ready[2]; /* holder -> test: blocks allocated */
+    int go[2];    /* test -> holder: check now */
+} holder_t;
+
+static int holder_main(void *arg)
+{
+    holder_t *h = arg;
+    static held_t blocks[HOLD];
+    hold_blocks(blocks, HOLD, (uint64_t)getpid());
+    char c = 'r';
+    if (write(h->ready[1], &c, 1) != 1 || read(h->go[0], &c, 1) != 1)
+        return 5;
+    unsigned bad = broken_blocks(blocks, HOLD);
+    for (unsigned i = 0; i < HOLD; i++)
+        pool_free(blocks[i].p);
+    return bad == 0 ? 0 : 3;
+}
+
+static pid_t holder_start(holder_t *h)
+{
+    ck_assert_int_eq(pipe(h->ready), 0);
+    ck_assert_int_eq(pipe(h->go), 0);
+    pid_t pid = spawn(holder_main, h, NULL);
+    char c;
+    ck_assert_int_eq(read(h->ready[0], &c, 1), 1);
+    return pid;
+}
+
+static void holder_finish(holder_t *h, pid_t pid)
+{
+    char c = 'g';
+    ck_assert_int_eq(write(h->go[1], &c, 1), 1);
+    assert_exit0(pid, "the holder (a live process's blocks were overwritten?)");
+    close(h->ready[0]);
+    close(h->ready[1]);
+    close(h->go[0]);
+    close(h->go[1]);
+}
+
+/* Keeps HOLD live blocks, then arms the crash point `arg` and churns until
+ * it kills the process. */
+static int crasher_main(void *arg)
+{
+    static held_t blocks[HOLD];
+    hold_blocks(blocks, HOLD, (uint64_t)getpid());
+    setenv("SHMPOOL_CRASH", arg, 1);
+    pool_crash_config_();
+    churn((uint64_t)getpid(), 3);
+    return 2; /* the crash point was never reached */
+}
+
+/* Works in the same classes and the page heap; checks the arena. */
+static int worker_main(void *arg)
+{
+    unsigned bad = churn((uint64_t)getpid(), 2);
+    char msg[256];
+    if (pool_check(msg, sizeof msg) != 0)
+        return 6;
+    return bad == 0 ? 0 : 3;
+}
+
+/* Reap pid; returns the bytes it reported as leaked. */
+static size_t reap(pid_t pid, pool_reap_report_t *r)
+{
+    pool_reap_report_t local;
+    if (r == NULL)
+        r = &local;
+    int rc = pool_reap(pid, r);
+    ck_assert_msg(rc == 0, "pool_reap(%d): %s", (int)pid, strerror(rc));
+    ck_assert_int_eq(r->pid, pid);
+    return r->leaked;
+}
+
+/* Every process is gone and reaped: what is still in use is what the
+ * reaps said was lost, and the bytes add up. */
+static void assert_accounted(size_t leaked)
+{
+    pool_test_assert_consistent();
+    pool_usage_t u;
+    pool_usage(&u);
+    ck_assert_msg(u.in_use == leaked, "%zu bytes still in use, the reaps reported %zu leaked",
+                  u.in_use, leaked);
+    ck_assert_msg(u.in_use + u.cached + u.free == u.used,
+                  "in use %zu + cached %zu + free %zu != used %zu", u.in_use, u.cached, u.free,
+                  u.used);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Tests                                                                     */
+/* ------------------------------------------------------------------------ */
+
+static const char *const crash_points[] = {
+    "central.fetch", "central.add_span", "central.release", "pageheap.take",
+    "pageheap.carve", "pageheap.free", "pageheap.merge_left", "pageheap.merge_right",
+    "pageheap.release",
+};
+
+/* Debug builds: for every crash point, a process dies there holding the
+ * lock while another holds live blocks; a third works in the same classes
+ * and the page heap (recovering the lock); then all are reaped. */
+START_TEST(test_every_crash_point)
+{
+    char spec[64];
+    snprintf(spec, sizeof spec, "%s:2", crash_points[_i]);
+    holder_t h;
+    pid_t holder = holder_start(&h);
+    pid_t crasher = spawn(crasher_main, spec, NULL);
+    assert_killed(crasher, spec);
+    pid_t worker = spawn(worker_main, NULL, NULL);
+    assert_exit0(worker, "the worker after the crash");
+    pool_reap_report_t r;
+    size_t leaked = reap(crasher, &r);
+    ck_assert_msg(r.live >= HOLD / 2 * SMALL_A, "%s: reap found only %zu live bytes", spec,
+                  r.live);
+    /* The worker churns again on what the reap gave back. */
+    pid_t again = spawn(worker_main, NULL, NULL);
+    assert_exit0(again, "the worker after the reap");
+    holder_finish(&h, holder);
+    leaked += reap(worker, NULL) + reap(again, NULL) + reap(holder, NULL);
+    ck_assert_uint_ge(pool_arena_.crash->xrecoveries, 1);
+    assert_accounted(leaked);
+}
+END_TEST
+
+/* Debug builds: a recovery interrupted by a second kill (inside the
+ * roll-back), completed by a third process. */
+static const char *const interrupted[][2] = {
+    { "central.release:2", "recover.undo:3" },
+    { "pageheap.free:1", "recover.undo:1" },
+    { "central.fetch:3", "recover.undo:2" },
+};
+
+START_TEST(test_interrupted_recovery)
+{
+    holder_t h;
+    pid_t holder = holder_start(&h);
+    pid_t first = spawn(crasher_main, (void *)interrupted[_i][0], NULL);
+    assert_killed(first, interrupted[_i][0]);
+    pid_t second = spawn(worker_main, NULL, interrupted[_i][1]);
+    assert_killed(second, "the recoverer");
+    uint64_t rolled = pool_arena_.crash->xrolled_back;
+    pid_t third = spawn(worker_main, NULL, NULL);
+    assert_exit0(third, "the third process");
+    ck_assert_uint_eq(pool_arena_.crash->xrolled_back, rolled + 1);
+    holder_finish(&h, holder);
+    size_t leaked = reap(first, NULL) + reap(second, NULL) + reap(third, NULL) +
+                    reap(holder, NULL);
+    assert_accounted(leaked);
+}
+END_TEST
+
+/* Any build: a process killed at an arbitrary point of its work (no crash
+ * point) loses nothing once reaped: caches, live objects, big spans. */
+static int busy_main(void *arg)
+{
+    int *fd = arg;
+    static held_t blocks[HOLD];
+    hold_blocks(blocks, HOLD, (uint64_t)getpid());
+    char c = 'r';
+    if (write(fd[1], &c, 1) != 1)
+        return 5;
+    for (uint64_t r = 0; r < 1000000; r++)
+        churn((uint64_t)getpid() << 8 | (r & 0xff), 1);
+    return 2;
+}
+
+START_TEST(test_kill_anywhere_then_reap)
+{
+    holder_t h;
+    pid_t holder = holder_start(&h);
+    size_t leaked = 0;
+    for (unsigned k = 0; k < 6; k++) {
+        int fd[2];
+        ck_assert_int_eq(pipe(fd), 0);
+        pid_t victim = spawn(busy_main, fd, NULL);
+        char c;
+        ck_assert_int_eq(read(fd[0], &c, 1), 1);
+        struct timespec ts = { 0, (long)(1 + k * 7) * 1000000L };
+        nanosleep(&ts, NULL);
+        kill(victim, SIGKILL);
+        assert_killed(victim, "the victim");
+        pool_reap_report_t r;
+        leaked += reap(victim, &r);
+        ck_assert_uint_ge(r.live, HOLD / 2 * SMALL_A);
+        ck_assert_uint_eq(r.slots, 1);
+        close(fd[0]);
+        close(fd[1]);
+    }
+    pid_t worker = spawn(worker_main, NULL, NULL);
+    assert_exit0(worker, "the worker after the kills");
+    holder_finish(&h, holder);
+    leaked += reap(worker, NULL) + reap(holder, NULL);
+    assert_accounted(leaked);
+    ck_assert_uint_eq(leaked, 0);
+}
+END_TEST
+
+/* pool_reap refuses a live process and a pid that holds no slot. */
+START_TEST(test_reap_refuses)
+{
+    holder_t h;
+    pid_t holder = holder_start(&h);
+    pool_reap_report_t r;
+    ck_assert_int_eq(pool_reap(holder, &r), EBUSY);
+    holder_finish(&h, holder);
+    ck_assert_int_eq(pool_reap(holder, &r), 0);
+    ck_assert_int_eq(pool_reap(holder, &r), ESRCH);
+    ck_assert_int_eq(pool_reap(-1, &r), ESRCH);
+    assert_accounted(0);
+}
+END_TEST
+
+/* The invariant's other half: a block handed to another process survives
+ * its allocator's death once the receiver adopted it. */
+typedef struct adopt_s {
+    int to_receiver[2];
+    int done[2];
+    held_t block;
+} adopt_t;
+
+static int giver_main(void *arg)
+{
+    adopt_t *ad = arg;
+    held_t b = { pool_malloc(SMALL_A), SMALL_A, 77 };
+    pattern_fill(b.p, 0, b.size, b.seed);
+    if (write(ad->to_receiver[1], &b, sizeof b) != (ssize_t)sizeof b)
+        return 5;
+    pause();
+    return 2;
+}
+
+static int receiver_main(void *arg)
+{
+    adopt_t *ad = arg;
+    held_t b;
+    if (read(ad->to_receiver[0], &b, sizeof b) != (ssize_t)sizeof b)
+        return 5;
+    pool_adopt(b.p);
+    char c = 'a';
+    if (write(ad->done[1], &c, 1) != 1 || read(ad->to_receiver[0], &c, 1) != 1)
+        return 5;
+    unsigned bad = broken_blocks(&b, 1);
+    pool_free(b.p);
+    return bad == 0 ? 0 : 3;
+}
+
+START_TEST(test_adopted_block_survives)
+{
+    adopt_t ad;
+    ck_assert_int_eq(pipe(ad.to_receiver), 0);
+    ck_assert_int_eq(pipe(ad.done), 0);
+    pid_t receiver = spawn(receiver_main, &ad, NULL);
+    pid_t giver = spawn(giver_main, &ad, NULL);
+    char c;
+    ck_assert_int_eq(read(ad.done[0], &c, 1), 1);
+    kill(giver, SIGKILL);
+    assert_killed(giver, "the giver");
+    pool_reap_report_t r;
+    reap(giver, &r);
+    pid_t worker = spawn(worker_main, NULL, NULL);
+    assert_exit0(worker, "the worker");
+    ck_assert_int_eq(write(ad.to_receiver[1], &c, 1), 1);
+    assert_exit0(receiver, "the receiver (its adopted block was reclaimed?)");
+    size_t leaked = reap(worker, NULL) + reap(receiver, NULL);
+    assert_accounted(leaked);
+}
+END_TEST
+
+/* The watchdog's view: a lock held by a stopped process is reported with
+ * its pid; once that process is killed, one pool_repair() recovers it. */
+static int stuck_main(void *arg)
+{
+    pool_arena_t *a = &pool_arena_;
+    pool_lock_(a, &a->central[6].lock, POOL_LOCK_CENTRAL, 6);
+    raise(SIGSTOP);
+    return 2;
+}
+
+START_TEST(test_stalled_lock_reported)
+{
+    ck_assert_int_eq(pool_lock_stalled(0), 0);
+    pid_t stuck = spawn(stuck_main, NULL, NULL);
+    pid_t seen = 0;
+    for (int i = 0; i < 300 && seen == 0; i++) {
+        struct timespec ts = { 0, 10000000L };
+        nanosleep(&ts, NULL);
+        seen = pool_lock_stalled(100);
+    }
+    ck_assert_int_eq(seen, stuck);
+    kill(stuck, SIGKILL);
+    assert_killed(stuck, "the stuck holder");
+    ck_assert_uint_eq(pool_repair(), 1);
+    ck_assert_int_eq(pool_lock_stalled(0), 0);
+    reap(stuck, NULL);
+    assert_accounted(0);
+}
+END_TEST
+
+/* /stats shows the reaps, one by one, and the crash counters. */
+START_TEST(test_stats_show_reaps)
+{
+    int fd[2];
+    ck_assert_int_eq(pipe(fd), 0);
+    pid_t victim = spawn(busy_main, fd, NULL);
+    char c;
+    ck_assert_int_eq(read(fd[0], &c, 1), 1);
+    kill(victim, SIGKILL);
+    assert_killed(victim, "the victim");
+    reap(victim, NULL);
+    static char json[1 << 16];
+    size_t n = pool_stats_json(json, sizeof json);
+    ck_assert_uint_lt(n, sizeof json);
+    char want[64];
+    snprintf(want, sizeof want, "\"last_reaps\":[{\"pid\":%d,", (int)victim);
+    ck_assert_msg(strstr(json, want) != NULL, "no %s in %s", want, json);
+    ck_assert_msg(strstr(json, "\"reaps\":1,") != NULL, "%s", json);
+    ck_assert_msg(strstr(json, "\"leaked_bytes\":0,") != NULL, "%s", json);
+    if (POOL_CONFIG_DEBUG > 0)
+        ck_assert_msg(strstr(json, "\"check\":\"ok\"") != NULL, "%s", json);
+    close(fd[0]);
+    close(fd[1]);
+}
+END_TEST
+
+Suite *make_crash_suite(void)
+{
+    Suite *s = suite_create("crash");
+    TCase *tc = tcase_create("reap");
+    tcase_add_checked_fixture(tc, pool_test_create, pool_test_destroy);
+    if (!POOL_CONFIG_SPINLOCK) {
+        tcase_add_test(tc, test_kill_anywhere_then_reap);
+        tcase_add_test(tc, test_reap_refuses);
+        tcase_add_test(tc, test_adopted_block_survives);
+        tcase_add_test(tc, test_stalled_lock_reported);
+        tcase_add_test(tc, test_stats_show_reaps);
+    }
+    tcase_set_timeout(tc, 30);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("points");
+    tcase_add_checked_fixture(tc, pool_test_create, pool_test_destroy);
+    if (POOL_CONFIG_DEBUG > 0 && !POOL_CONFIG_SPINLOCK) {
+        tcase_add_loop_test(tc, test_every_crash_point, 0,
+                            (int)(sizeof crash_points / sizeof crash_points[0]));
+        tcase_add_loop_test(tc, test_interrupted_recovery, 0,
+                            (int)(sizeof interrupted / sizeof interrupted[0]));
+    }
+    tcase_set_timeout(tc, 30);
+    suite_add_tcase(s, tc);
+    return s;
+}
