@@ -27,7 +27,7 @@ usage() {
 usage: poolbench-all.sh [-b BUILDDIR] [--spin-build DIR] [--quick] [--runs R] [OUTDIR]
   OUTDIR defaults to bench/results/<date>-<host> under the source tree;
   poolbench.csv and poolbench.md are written there.
-  --quick   a quarter of every workload's pairs per run (about 3 minutes on 2 cores)
+  --quick   a quarter of every workload's pairs per run (about 2 minutes on 2 cores)
 EOF
 }
 
