@@ -223,6 +223,7 @@ int main(int argc, char **argv)
 
     double start = nr_now();
     long failed = 0; /* requests lost with a connection */
+    int first_err = 0; /* the first socket error, for the message */
     for (;;) {
         nfds_t n = 0;
         for (long i = 0; i < conns; i++) {
@@ -255,8 +256,10 @@ int main(int argc, char **argv)
                                  MSG_NOSIGNAL);
                 if (w > 0)
                     c->out_off += (size_t)w;
-                else if (w < 0 && errno != EAGAIN && errno != EINTR)
+                else if (w < 0 && errno != EAGAIN && errno != EINTR) {
                     broken = true;
+                    first_err = first_err ? first_err : errno;
+                }
             }
             if (!broken && (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))) {
                 if (c->in_cap - c->in_len < 4096) {
@@ -271,8 +274,11 @@ int main(int argc, char **argv)
                     c->in_len += (size_t)got;
                     if (!nr_parse(c))
                         broken = true;
-                } else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
+                } else if (got == 0) {
                     broken = true;
+                } else if (errno != EAGAIN && errno != EINTR) {
+                    broken = true;
+                    first_err = first_err ? first_err : errno;
                 }
             }
             if (broken) {
@@ -290,5 +296,11 @@ int main(int argc, char **argv)
             close(cs[i].fd);
     printf("requests=%ld ok=%ld bad=%ld failed=%ld seconds=%.3f\n", total, nr_ok, nr_bad, failed,
            secs);
-    return nr_ok == total ? 0 : 1;
+    if (nr_ok == total)
+        return 0;
+    fprintf(stderr, "%s: %ld of %ld requests not answered with 200: %ld other status, "
+                    "%ld lost with their connection%s%s\n",
+            nr_prog, total - nr_ok, total, nr_bad, failed, first_err ? ", first error: " : "",
+            first_err ? strerror(first_err) : "");
+    return 1;
 }
