@@ -149,8 +149,11 @@ static void arena_view(pool_header_sh_t *h)
 
 __thread bool pool_tls_exited_ __attribute__((tls_model("initial-exec")));
 
+/* A free slot has no tag, so that a process killed right after claiming
+ * it, before writing its own, is never taken for the previous holder. */
 static void slot_release(pool_slot_sh_t *slot)
 {
+    slot->tag = POOL_NO_TAG;
     pool_atomic_store_release(&slot->xstate, POOL_SLOT_FREE);
 }
 
@@ -261,7 +264,7 @@ pool_tcache_sh_t *pool_thread_setup_(void)
         pool_slot_sh_t *slot = &a->slots[i];
         uint32_t expect = POOL_SLOT_FREE;
         if (pool_atomic_load_relaxed(&slot->xstate) != POOL_SLOT_FREE ||
-            !pool_atomic_cas(&slot->xstate, &expect, POOL_SLOT_TAKEN))
+            !pool_atomic_cas(&slot->xstate, &expect, (uint32_t)pool_prim_getpid_()))
             continue;
         slot->used = 1;
         slot->pid = pool_prim_getpid_();

@@ -214,7 +214,7 @@ static bool check_slots(chk_t *c)
     pool_arena_t *a = c->a;
     for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
         const pool_slot_sh_t *slot = &a->slots[i];
-        if (pool_atomic_load_acquire(&slot->xstate) != POOL_SLOT_TAKEN)
+        if (pool_atomic_load_acquire(&slot->xstate) == POOL_SLOT_FREE)
             continue;
         const pool_tcache_sh_t *tc = &slot->tcache;
         if (tc->bins[0].head != NULL || tc->bins[0].watermark != 0)

@@ -318,9 +318,11 @@ typedef struct pool_tcache_sh_s {
     pool_binstats_t stats[POOL_NCLASSES];
 } pool_tcache_sh_t;
 
+/* A slot's xstate is POOL_SLOT_FREE or the pid of the process holding it,
+ * claimed with one compare-and-swap: a process killed right after the claim
+ * still names itself, so its reap frees the slot. */
 typedef enum pool_slot_state_e {
     POOL_SLOT_FREE = 0,
-    POOL_SLOT_TAKEN = 1,
 } pool_slot_state_t;
 
 /* Slot-wide counters (stats builds). */
@@ -334,7 +336,7 @@ typedef struct pool_slotstats_s {
 /* One attached thread.  Lives in the arena so that, after a crash, another
  * process finds what the dead thread had cached. */
 typedef struct pool_slot_sh_s {
-    uint32_t xstate;   /* pool_slot_state_t, through __atomic builtins */
+    uint32_t xstate;   /* POOL_SLOT_FREE or the holder's pid (atomic) */
     uint32_t used;     /* ever taken: stats print only these */
     int32_t pid;       /* process that holds (or last held) the slot */
     int32_t tid;

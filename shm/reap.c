@@ -230,7 +230,7 @@ int pool_reap(pid_t pid, pool_reap_report_t *out)
     rp.leaving = rp.big = POOL_NIL;
     for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
         pool_slot_sh_t *slot = &a->slots[i];
-        if (pool_atomic_load_acquire(&slot->xstate) != POOL_SLOT_TAKEN || slot->pid != pid)
+        if (pool_atomic_load_acquire(&slot->xstate) != (uint32_t)pid)
             continue;
         r->slots++;
         if (slot->tag != POOL_NO_TAG && slot->tag <= POOL_MAX_TAG)
@@ -243,7 +243,7 @@ int pool_reap(pid_t pid, pool_reap_report_t *out)
     r->recoveries = (unsigned)(pool_atomic_load_relaxed(&a->crash->xrecoveries) - before);
     for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
         pool_slot_sh_t *slot = &a->slots[i];
-        if (pool_atomic_load_acquire(&slot->xstate) == POOL_SLOT_TAKEN && slot->pid == pid)
+        if (pool_atomic_load_acquire(&slot->xstate) == (uint32_t)pid)
             reap_cache(&rp, &slot->tcache);
     }
     reap_spans(&rp);
@@ -262,8 +262,10 @@ int pool_reap(pid_t pid, pool_reap_report_t *out)
     reap_record(a, r);
     for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
         pool_slot_sh_t *slot = &a->slots[i];
-        if (pool_atomic_load_acquire(&slot->xstate) == POOL_SLOT_TAKEN && slot->pid == pid)
+        if (pool_atomic_load_acquire(&slot->xstate) == (uint32_t)pid) {
+            slot->tag = POOL_NO_TAG;
             pool_atomic_store_release(&slot->xstate, POOL_SLOT_FREE);
+        }
     }
     pool_unlock_all_(a);
     return 0;

@@ -24,7 +24,7 @@ static void tcache_objects(pool_arena_t *a, uint64_t *per_class)
     memset(per_class, 0, sizeof(uint64_t) * POOL_NCLASSES);
     for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
         pool_slot_sh_t *slot = &a->slots[i];
-        if (pool_atomic_load_acquire(&slot->xstate) != POOL_SLOT_TAKEN)
+        if (pool_atomic_load_acquire(&slot->xstate) == POOL_SLOT_FREE)
             continue;
         for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
             per_class[cls] += pool_atomic_load_relaxed(&slot->tcache.bins[cls].len);
@@ -164,7 +164,7 @@ static void jp_slots(json_t *j, pool_arena_t *a)
               "\"fetches\":%lu,\"fetched\":%lu,\"releases\":%lu,\"released\":%lu,"
               "\"big_allocs\":%lu,\"big_frees\":%lu,\"fallbacks\":%lu}",
            first ? "" : ",", i, s->pid, s->tid,
-           pool_atomic_load_relaxed(&s->xstate) == POOL_SLOT_TAKEN ? "true" : "false",
+           pool_atomic_load_relaxed(&s->xstate) != POOL_SLOT_FREE ? "true" : "false",
            (unsigned long)cached, (unsigned long)sum.allocs, (unsigned long)sum.frees,
            (unsigned long)(sum.allocs > sum.misses ? sum.allocs - sum.misses : 0),
            (unsigned long)sum.misses, (unsigned long)sum.fetches, (unsigned long)sum.fetched,
