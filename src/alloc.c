@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 
 #include "pool.h"
@@ -15,6 +16,8 @@
 #pragma weak pool_attach
 #pragma weak pool_name
 #pragma weak pool_stats_json
+#pragma weak pool_reap
+#pragma weak pool_lock_stalled
 
 bool pd_alloc_is_pool(void)
 {
@@ -63,4 +66,32 @@ size_t pd_alloc_stats_json(char *buf, size_t cap)
         return pool_stats_json(buf, cap);
     n = snprintf(buf, cap, "{\"name\":\"glibc\"}");
     return n < 0 ? 0 : (size_t)n;
+}
+
+int pd_alloc_reap(pid_t pid, pd_log_level_t level)
+{
+    pool_reap_report_t r;
+    int err;
+
+    if (!pd_alloc_is_pool() || pool_reap == NULL)
+        return PD_OK;
+    err = pool_reap(pid, &r);
+    if (err == ESRCH)
+        return PD_OK;   /* died before it attached: nothing to give back */
+    if (err != 0) {
+        pd_log(PD_LOG_ERROR, err, "pool: reaping pid %d failed", (int)pid);
+        return PD_ERROR;
+    }
+    pd_log(r.leaked > 0 ? PD_LOG_WARN : level, 0,
+           "pool: reaped pid %d (%u slots): %zu cached and %zu live bytes given back, "
+           "%zu bytes in transit finished, %zu leaked; %u locks repaired",
+           (int)pid, r.slots, r.cached, r.live, r.transit, r.leaked, r.recoveries);
+    return PD_OK;
+}
+
+pid_t pd_alloc_stalled(unsigned ms)
+{
+    if (!pd_alloc_is_pool() || pool_lock_stalled == NULL)
+        return 0;
+    return pool_lock_stalled(ms);
 }

@@ -31,6 +31,9 @@
 /* Back-off from the second early death on: 100 ms, doubling, at most 5 s. */
 #define PD_BACKOFF_MIN_MS 100
 #define PD_BACKOFF_MAX_MS 5000
+/* A pool lock held this long by a worker that answers nothing means the
+ * worker is stuck (stopped, or looping inside the pool): it is killed. */
+#define PD_LOCK_STALL_MS 2000
 
 typedef struct pd_slot_s {
     pid_t pid;              /* 0 while not running */
@@ -48,6 +51,8 @@ typedef struct pd_master_s {
     int ncpus;
     sigset_t run_mask;          /* the mask to restore in ppoll() */
     bool stopping;
+    pid_t stalled;              /* worker seen holding a pool lock too long */
+    uint64_t stalled_requests;  /* its request count when first seen */
 } pd_master_t;
 
 static volatile sig_atomic_t pd_got_chld;
@@ -270,6 +275,8 @@ static void pd_reap(pd_master_t *m)
         s = &m->slots[i];
         s->pid = 0;
         pd_stats_end(i);
+        /* Before a replacement attaches: it may reuse the dead one's slot. */
+        pd_alloc_reap(pid, m->stopping ? PD_LOG_DEBUG : PD_LOG_INFO);
         pd_describe(status, how, sizeof(how));
         if (m->stopping) {
             pd_log(PD_LOG_DEBUG, 0, "worker %d (pid %d) %s", i, (int)pid, how);
@@ -298,6 +305,30 @@ static void pd_reap(pd_master_t *m)
         pd_log(PD_LOG_WARN, 0, "worker %d (pid %d) %s; restarting in %lld ms",
                i, (int)pid, how, (long long)delay);
     }
+}
+
+/* A worker that has held a pool lock for PD_LOCK_STALL_MS, and answered no
+ * request between two looks, is killed; reaping it repairs the lock. */
+static void pd_watchdog(pd_master_t *m)
+{
+    pid_t pid = pd_alloc_stalled(PD_LOCK_STALL_MS);
+    int i = pid > 0 ? pd_slot_of(m, pid) : -1;
+    uint64_t served;
+
+    if (i < 0) {
+        m->stalled = 0;
+        return;
+    }
+    served = __atomic_load_n(&pd_stats_slot(i)->xrequests, __ATOMIC_RELAXED);
+    if (m->stalled != pid || m->stalled_requests != served) {
+        m->stalled = pid;
+        m->stalled_requests = served;
+        return;
+    }
+    pd_log(PD_LOG_ERROR, 0, "worker %d (pid %d) holds a pool lock for over %d ms and answers "
+           "nothing: killed", i, (int)pid, PD_LOCK_STALL_MS);
+    kill(pid, SIGKILL);
+    m->stalled = 0;
 }
 
 /* Start the workers whose back-off has passed; returns ms until the next. */
@@ -377,6 +408,7 @@ static void pd_stop(pd_master_t *m, int sig)
         kill(s->pid, SIGKILL);
         while (waitpid(s->pid, &status, 0) < 0 && errno == EINTR)
             ;
+        pd_alloc_reap(s->pid, PD_LOG_DEBUG);
         s->pid = 0;
         pd_stats_end(i);
     }
@@ -488,6 +520,7 @@ int pd_master_run(const pd_config_t *cfg)
             pd_got_chld = 0;
             pd_reap(&m);
         }
+        pd_watchdog(&m);
         next = pd_restart_due(&m);
         ts.tv_sec = next / 1000;
         ts.tv_nsec = (next % 1000) * 1000000;

@@ -129,6 +129,16 @@ int pd_alloc_attach(void);
  * the length needed; buf is NUL-terminated when cap > 0. */
 size_t pd_alloc_stats_json(char *buf, size_t cap);
 
+/* Master, after waitpid() collected worker pid: give back what it held in
+ * the pool (its caches, its live objects, locks it died holding, repaired
+ * at once) and log the report at `level` (WARN when bytes were lost).
+ * No-op without the pool.  Returns PD_OK, or PD_ERROR after logging. */
+int pd_alloc_reap(pid_t pid, pd_log_level_t level);
+
+/* The pid of a process holding a pool lock for at least ms milliseconds,
+ * or 0 (always 0 without the pool).  A hint: read without locks. */
+pid_t pd_alloc_stalled(unsigned ms);
+
 /* ------------------------------------------------------------------------ */
 /* srvstats.c — per-worker counters in memory shared by all processes        */
 /* ------------------------------------------------------------------------ */
