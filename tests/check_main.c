@@ -13,6 +13,7 @@ int main(void)
     srunner_add_suite(sr, make_http_suite());
     srunner_add_suite(sr, make_routes_suite());
     srunner_add_suite(sr, make_e2e_suite());
+    srunner_add_suite(sr, make_crash_e2e_suite());
     srunner_run_all(sr, CK_NORMAL);
     failed = srunner_ntests_failed(sr);
     srunner_free(sr);

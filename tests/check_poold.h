@@ -8,5 +8,6 @@ Suite *make_config_suite(void);
 Suite *make_http_suite(void);
 Suite *make_routes_suite(void);
 Suite *make_e2e_suite(void);
+Suite *make_crash_e2e_suite(void);
 
 #endif

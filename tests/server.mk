@@ -5,6 +5,7 @@ check_PROGRAMS += tests/check_poold
 TESTS += tests/check_poold
 tests_check_poold_SOURCES = \
 	tests/check_poold.h tests/check_main.c tests/check_config.c \
-	tests/check_http.c tests/check_routes.c tests/check_e2e.c
+	tests/check_http.c tests/check_routes.c tests/check_e2e.c \
+	tests/check_crash_e2e.c
 tests_check_poold_CFLAGS = $(TEST_CFLAGS)
 tests_check_poold_LDADD = src/libpd.la $(CHECK_LIBS)
