@@ -88,13 +88,20 @@ static int pd_route_stats(const pd_request_t *req, const pd_route_ctx_t *ctx,
                 (unsigned long long)__atomic_load_n(&s->xbytes_out, __ATOMIC_RELAXED)) < 0)
             goto fail;
     }
-    /* The allocator's section may hold per-class counters: ask its size. */
+    /* The allocator's section may hold per-class counters: ask its size.
+     * The counters keep moving (the buffer below is itself an allocation),
+     * so render again until the output fits; headroom makes one retry the
+     * usual worst case. */
     need = pd_alloc_stats_json(small, sizeof(small));
-    if (need >= sizeof(small)) {
-        alloc = malloc(need + 1);
-        if (alloc == NULL)
+    for (size_t cap = sizeof(small); need >= cap;) {
+        char *bigger;
+
+        cap = need + need / 8 + 64;
+        bigger = realloc(alloc == small ? NULL : alloc, cap);
+        if (bigger == NULL)
             goto fail;
-        need = pd_alloc_stats_json(alloc, need + 1);
+        alloc = bigger;
+        need = pd_alloc_stats_json(alloc, cap);
     }
     if (evbuffer_add(body, "],\"allocator\":", 14) != 0 ||
         evbuffer_add(body, alloc, need) != 0 || evbuffer_add(body, "}", 1) != 0)
