@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check_pool.h"
+#include "pattern.h"
 #include "pool-internal.h"
 
 static uint32_t take(uint32_t npages)
@@ -114,9 +115,9 @@ START_TEST(test_big_requests)
         pool_span_sh_t *s = pool_pagemap_span_(&pool_arena_, p);
         ck_assert_uint_eq(s->state, POOL_SPAN_BIG);
         ck_assert_uint_eq(s->npages, (sizes[i] + POOL_PAGE_SIZE - 1) / POOL_PAGE_SIZE);
-        pool_test_fill(p, sizes[i], i);
+        pattern_fill(p, 0, sizes[i], i);
         char *q = pool_realloc(p, sizes[i] * 2);
-        ck_assert(pool_test_verify(q, sizes[i], i));
+        ck_assert(pattern_intact(q, sizes[i], i));
         pool_free(q);
     }
     pool_test_assert_consistent();

@@ -24,8 +24,5 @@ void pool_test_create_attach(void);   /* create and attach */
 void pool_test_destroy(void);
 /* Fail the test with pool_check()'s message unless the arena is consistent. */
 void pool_test_assert_consistent(void);
-/* Fill [p, p+n) with a pattern derived from seed / verify it. */
-void pool_test_fill(void *p, size_t n, unsigned seed);
-int pool_test_verify(const void *p, size_t n, unsigned seed);
 
 #endif /* CHECK_POOL_H */

@@ -35,22 +35,6 @@ void pool_test_assert_consistent(void)
     ck_assert_msg(rc == 0, "pool_check: %s", msg);
 }
 
-void pool_test_fill(void *p, size_t n, unsigned seed)
-{
-    unsigned char *b = p;
-    for (size_t i = 0; i < n; i++)
-        b[i] = (unsigned char)(seed * 131u + i * 7u);
-}
-
-int pool_test_verify(const void *p, size_t n, unsigned seed)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++)
-        if (b[i] != (unsigned char)(seed * 131u + i * 7u))
-            return 0;
-    return 1;
-}
-
 int main(void)
 {
     SRunner *sr = srunner_create(make_sizeclass_suite());

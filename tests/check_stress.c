@@ -121,26 +121,11 @@ static bool queue_pop(stress_sh_t *sh, block_t *b, bool *done)
 /* One worker (a process or a thread)                                        */
 /* ------------------------------------------------------------------------ */
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static uint64_t rng_next(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
 /* Mostly small objects, as a server allocates, with a tail of medium blocks
  * and big spans past the largest class. */
 static size_t pick_size(uint64_t *rng)
 {
-    uint64_t r = rng_next(rng);
+    uint64_t r = pattern_rng_next(rng);
     unsigned bucket = (unsigned)(r % 100);
     r >>= 8;
     if (bucket < 60)
@@ -222,7 +207,7 @@ static bool take_foreign(stress_sh_t *sh, int id, block_t *b, uint64_t *rng)
 {
     if (!block_ok(sh, id, b, "taken from the queue"))
         return false;
-    if (rng_next(rng) % 2 == 0 && !block_resize(sh, id, b, pick_size(rng)))
+    if (pattern_rng_next(rng) % 2 == 0 && !block_resize(sh, id, b, pick_size(rng)))
         return false;
     return block_release(sh, id, b, "freeing a foreign block");
 }
@@ -234,15 +219,15 @@ static bool stress_worker(stress_sh_t *sh, int id)
     block_t local[STRESS_LOCAL] = { { 0 } };
     uint64_t rng = pattern_mix((uint64_t)id + 1) | 1;
     uint64_t seq = 0;
-    int64_t deadline = now_ns() + STRESS_RUN_NS;
+    int64_t deadline = pattern_now_ns() + STRESS_RUN_NS;
     bool ok = true, done;
     block_t b;
 
     for (long op = 0; ok && op < STRESS_MAX_OPS; op++) {
         if ((op & 255) == 0 &&
-            (now_ns() > deadline || __atomic_load_n(&sh->failed, __ATOMIC_RELAXED)))
+            (pattern_now_ns() > deadline || __atomic_load_n(&sh->failed, __ATOMIC_RELAXED)))
             break;
-        uint64_t r = rng_next(&rng);
+        uint64_t r = pattern_rng_next(&rng);
         block_t *slot = &local[r % STRESS_LOCAL];
         if (slot->p == NULL) {
             ok = block_new(sh, id, slot, pick_size(&rng),

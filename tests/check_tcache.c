@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "check_pool.h"
+#include "pattern.h"
 #include "pool-internal.h"
 
 static pool_bin_t *bin_of(size_t size)
@@ -105,11 +106,11 @@ START_TEST(test_random_sizes_keep_content)
             seed = seed * 1103515245u + 12345u;
             size_t size = (seed >> 8) % ((seed & 1) ? 2048 : (300u << 10));
             if (obj[i] != NULL) {
-                ck_assert_msg(pool_test_verify(obj[i], len[i], (unsigned)i),
+                ck_assert_msg(pattern_intact(obj[i], len[i], (unsigned)i),
                               "block %d (%zu bytes) changed", i, len[i]);
                 if (round % 2) {
                     obj[i] = pool_realloc(obj[i], size + 1);
-                    ck_assert(pool_test_verify(obj[i], len[i] < size + 1 ? len[i] : size + 1,
+                    ck_assert(pattern_intact(obj[i], len[i] < size + 1 ? len[i] : size + 1,
                                                (unsigned)i));
                 } else {
                     pool_free(obj[i]);
@@ -124,13 +125,13 @@ START_TEST(test_random_sizes_keep_content)
             ck_assert(pool_owns(obj[i]));
             ck_assert_uint_eq((uintptr_t)obj[i] % 16, 0);
             ck_assert_uint_ge(pool_usable_size(obj[i]), len[i]);
-            pool_test_fill(obj[i], len[i], (unsigned)i);
+            pattern_fill(obj[i], 0, len[i], (unsigned)i);
         }
         pool_test_assert_consistent();
         assert_accounted();
     }
     for (int i = 0; i < N; i++) {
-        ck_assert(pool_test_verify(obj[i], len[i], (unsigned)i));
+        ck_assert(pattern_intact(obj[i], len[i], (unsigned)i));
         pool_free(obj[i]);
     }
     pool_thread_flush();
@@ -245,15 +246,15 @@ START_TEST(test_fork_child_detaches)
 {
     pool_fork_copies_(true);
     char *p = pool_malloc(500);
-    pool_test_fill(p, 500, 1);
+    pattern_fill(p, 0, 500, 1);
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
         int bad = 0;
         bad |= pool_attached() ? 1 : 0;
         bad |= pool_slot() != -1 ? 2 : 0;
-        bad |= pool_test_verify(p, 500, 1) ? 0 : 4;
-        pool_test_fill(p, 500, 2); /* must not reach the parent's block */
+        bad |= pattern_intact(p, 500, 1) ? 0 : 4;
+        pattern_fill(p, 0, 500, 2); /* must not reach the parent's block */
         pool_free(p);              /* ignored and counted */
         pool_usage_t u;
         pool_usage(&u);
@@ -267,7 +268,7 @@ START_TEST(test_fork_child_detaches)
     int status;
     waitpid(pid, &status, 0);
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
-    ck_assert_msg(pool_test_verify(p, 500, 1), "the child's writes reached the parent");
+    ck_assert_msg(pattern_intact(p, 500, 1), "the child's writes reached the parent");
     /* The block is still the parent's to use and free. */
     void *again = pool_malloc(500);
     ck_assert_ptr_ne(again, p);

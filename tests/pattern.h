@@ -5,14 +5,17 @@
  * handed out twice, overwritten by a neighbour or copied to the wrong offset
  * by realloc shows up as a mismatch.  The pattern is position based: after a
  * realloc only the new tail needs filling.  Header only, shared by the
- * Check suites and tests/prefork.c.
+ * Check suites and tests/prefork.c, with the clock and random stream their
+ * stress loops use.
  */
 #ifndef TESTS_PATTERN_H
 #define TESTS_PATTERN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 /* splitmix64's finaliser: neighbouring seeds give unrelated words. */
 static inline uint64_t pattern_mix(uint64_t x)
@@ -68,6 +71,29 @@ static inline size_t pattern_find_bad(const void *p, size_t n, uint64_t seed)
         if (b[i] != pattern_byte(h, i))
             return i;
     return SIZE_MAX;
+}
+
+/* True when all of [0, n) of p still holds the pattern of `seed`. */
+static inline bool pattern_intact(const void *p, size_t n, uint64_t seed)
+{
+    return pattern_find_bad(p, n, seed) == SIZE_MAX;
+}
+
+/* Monotonic clock in nanoseconds, for the time bounds of stress loops. */
+static inline int64_t pattern_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* xorshift64: a cheap, reproducible stream of sizes and choices. */
+static inline uint64_t pattern_rng_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
 }
 
 #endif /* TESTS_PATTERN_H */

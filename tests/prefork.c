@@ -45,24 +45,9 @@ typedef struct block_s {
 
 static block_t master_blocks[MASTER_BLOCKS];
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static uint64_t rng_next(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
 static size_t pick_size(uint64_t *rng)
 {
-    uint64_t r = rng_next(rng);
+    uint64_t r = pattern_rng_next(rng);
     switch (r % 10) {
     case 0:
         return 4097 + (r >> 8) % 60000;
@@ -94,22 +79,22 @@ static int child_main(int id, volatile int *go)
         fprintf(stderr, "prefork: %s is not attached to the arena\n", who);
         return 1;
     }
-    int64_t start = now_ns();
-    while (!*go && now_ns() - start < START_WAIT_NS)
+    int64_t start = pattern_now_ns();
+    while (!*go && pattern_now_ns() - start < START_WAIT_NS)
         usleep(100);
 
     block_t slot[CHILD_SLOTS] = { { 0 } };
     uint64_t rng = pattern_mix((uint64_t)id + 77) | 1, seq = 0;
-    int64_t deadline = now_ns() + CHILD_RUN_NS;
+    int64_t deadline = pattern_now_ns() + CHILD_RUN_NS;
     long in_arena = 0;
     for (long op = 0; op < CHILD_MAX_OPS; op++) {
-        if ((op & 255) == 0 && now_ns() > deadline)
+        if ((op & 255) == 0 && pattern_now_ns() > deadline)
             break;
-        block_t *b = &slot[rng_next(&rng) % CHILD_SLOTS];
+        block_t *b = &slot[pattern_rng_next(&rng) % CHILD_SLOTS];
         if (b->p != NULL) {
             if (block_broken(b, who))
                 return 1;
-            if (rng_next(&rng) % 4 == 0) {
+            if (pattern_rng_next(&rng) % 4 == 0) {
                 size_t n = pick_size(&rng);
                 char *q = realloc(b->p, n);
                 if (q == NULL || !pool_owns_p(q)) {
