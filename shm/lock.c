@@ -216,11 +216,14 @@ static void recover(pool_arena_t *a, pool_lock_kind_t kind, unsigned arg)
                 rebuilt ? "; rebuilt from the span bitmaps" : "");
 }
 
-void pool_lock_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsigned arg)
+/* Acquire, blocking or (deadline not NULL, CLOCK_REALTIME as the mutex
+ * wants it) until the deadline.  Returns false on timeout. */
+static bool acquire(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsigned arg,
+                    const struct timespec *deadline)
 {
     if (pool_config_spin && kind == POOL_LOCK_CENTRAL) {
         spin_lock(a, l, arg);
-        return;
+        return true;
     }
     uint64_t t0 = 0;
     bool contended = false;
@@ -229,7 +232,10 @@ void pool_lock_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsig
         contended = true;
         if (pool_config_stats)
             t0 = pool_now_ns_();
-        rc = pthread_mutex_lock(&l->mutex);
+        rc = deadline != NULL ? pthread_mutex_timedlock(&l->mutex, deadline)
+                              : pthread_mutex_lock(&l->mutex);
+        if (rc == ETIMEDOUT)
+            return false;
     }
     if (pool_unlikely(rc == EOWNERDEAD)) {
         recover(a, kind, arg);
@@ -246,6 +252,18 @@ void pool_lock_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsig
             st->wait_ns += pool_now_ns_() - t0;
         }
     }
+    return true;
+}
+
+void pool_lock_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsigned arg)
+{
+    acquire(a, l, kind, arg, NULL);
+}
+
+bool pool_lock_timed_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsigned arg,
+                      const struct timespec *deadline)
+{
+    return acquire(a, l, kind, arg, deadline);
 }
 
 void pool_unlock_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsigned arg)
@@ -265,11 +283,13 @@ void pool_unlock_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, uns
 static char crash_name[64];   /* empty: no crash point armed */
 static unsigned long crash_at; /* die at this hit */
 static unsigned long crash_hits;
+static bool crash_stop;        /* ":stop": stop (SIGSTOP) there instead, lock held */
 
 void pool_crash_config_(void)
 {
     crash_name[0] = '\0';
     crash_hits = 0;
+    crash_stop = false;
     if (pool_config_debug == 0)
         return;
     const char *v = pool_prim_getenv_("SHMPOOL_CRASH");
@@ -280,7 +300,13 @@ void pool_crash_config_(void)
     unsigned long at = 1;
     if (colon != NULL) {
         at = 0;
-        for (const char *d = colon + 1; *d; d++) {
+        const char *mode = strchr(colon + 1, ':');
+        if (mode != NULL && strcmp(mode, ":stop") != 0) {
+            pool_error_(0, "SHMPOOL_CRASH: bad mode in '%s' (want name:N or name:N:stop)", v);
+            return;
+        }
+        crash_stop = mode != NULL;
+        for (const char *d = colon + 1; *d && d != mode; d++) {
             if (*d < '0' || *d > '9' || at > 100000000ul) {
                 pool_error_(0, "SHMPOOL_CRASH: bad hit count in '%s' (want name:N)", v);
                 return;
@@ -301,6 +327,10 @@ void pool_crash_point_(const char *name)
 {
     if (crash_name[0] == '\0' || strcmp(name, crash_name) != 0)
         return;
-    if (++crash_hits == crash_at)
+    if (++crash_hits != crash_at)
+        return;
+    if (crash_stop)
+        pool_prim_stop_self_();
+    else
         pool_prim_kill_self_();
 }

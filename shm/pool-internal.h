@@ -216,6 +216,11 @@ int pool_lock_init_(pool_lock_sh_t *l, pool_lock_kind_t kind);
  * fails: an unrecoverable lock aborts. */
 void pool_lock_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsigned arg);
 void pool_unlock_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsigned arg);
+/* pool_lock_ that gives up at deadline (CLOCK_REALTIME): false, lock not
+ * taken, when a live holder keeps it that long. */
+struct timespec;
+bool pool_lock_timed_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsigned arg,
+                      const struct timespec *deadline);
 /* The journal of the lock (kind, arg). */
 pool_journal_sh_t *pool_journal_(pool_arena_t *a, pool_lock_kind_t kind, unsigned arg);
 /* Begin an operation / commit it.  REQUIRES: the journal's lock. */
@@ -274,7 +279,8 @@ static inline uint32_t pool_op_room_(const pool_journal_sh_t *j)
 
 /* Read SHMPOOL_CRASH once (debug builds; attach calls it). */
 void pool_crash_config_(void);
-/* Count a hit of crash point `name`; die by SIGKILL at the configured hit. */
+/* Count a hit of crash point `name`; at the configured hit die by SIGKILL
+ * (or, with ":stop", stop by SIGSTOP, the lock still held). */
 void pool_crash_point_(const char *name);
 
 /* ------------------------------------------------------------------------ */
@@ -396,6 +402,9 @@ uint64_t pool_now_ns_(void);
 /* Take the page-heap lock and then every class lock (the order pool_check
  * and reaps use; no other path holds two pool locks). */
 void pool_lock_all_(pool_arena_t *a);
+/* The same, giving up after ms milliseconds on one lock (a live holder
+ * that is stuck): then nothing is held and it returns false. */
+bool pool_lock_all_timed_(pool_arena_t *a, unsigned ms);
 void pool_unlock_all_(pool_arena_t *a);
 /* Clear the tag of every live object and big span carrying `tag`: a
  * process that detaches keeps its objects, and no reap of a later holder

@@ -160,8 +160,9 @@ typedef struct pool_reap_report_s {
 /* Give back everything process pid (dead, already waited for) held in the
  * arena, take and release every pool lock so that each repair happens now,
  * and free its slots.  Fills *out (when not NULL).  Returns 0; ESRCH if pid
- * held no slot; EBUSY if pid is still alive; ENOENT without an arena.
- * Takes every lock; never aborts on what it finds. */
+ * held no slot; EBUSY if pid is still alive; EAGAIN if some lock stayed
+ * held by a live process for 200 ms (a stuck holder: nothing was done, call
+ * again later); ENOENT without an arena.  Never aborts on what it finds. */
 POOL_API int pool_reap(pid_t pid, pool_reap_report_t *out);
 
 /* Take and release every pool lock, so that a lock whose holder died is

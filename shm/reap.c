@@ -15,14 +15,42 @@
 
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #include "prim/prim.h"
+
+/* How long a reap waits for all the locks together: a live holder that
+ * keeps one longer is stuck, and the caller must not hang with it. */
+#define POOL_REAP_WAIT_MS 200
 
 void pool_lock_all_(pool_arena_t *a)
 {
     pool_lock_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0);
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
         pool_lock_(a, &a->central[cls].lock, POOL_LOCK_CENTRAL, cls);
+}
+
+bool pool_lock_all_timed_(pool_arena_t *a, unsigned ms)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += ms / 1000;
+    deadline.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    if (!pool_lock_timed_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0, &deadline))
+        return false;
+    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
+        if (!pool_lock_timed_(a, &a->central[cls].lock, POOL_LOCK_CENTRAL, cls, &deadline)) {
+            while (--cls > 0)
+                pool_unlock_(a, &a->central[cls].lock, POOL_LOCK_CENTRAL, cls);
+            pool_unlock_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0);
+            return false;
+        }
+    }
+    return true;
 }
 
 void pool_unlock_all_(pool_arena_t *a)
@@ -239,7 +267,8 @@ int pool_reap(pid_t pid, pool_reap_report_t *out)
     if (r->slots == 0)
         return ESRCH;
     uint64_t before = pool_atomic_load_relaxed(&a->crash->xrecoveries);
-    pool_lock_all_(a);
+    if (!pool_lock_all_timed_(a, POOL_REAP_WAIT_MS))
+        return EAGAIN;
     r->recoveries = (unsigned)(pool_atomic_load_relaxed(&a->crash->xrecoveries) - before);
     for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
         pool_slot_sh_t *slot = &a->slots[i];

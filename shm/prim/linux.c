@@ -134,6 +134,11 @@ bool pool_prim_alive_(int pid)
     return kill(pid, 0) == 0 || errno == EPERM;
 }
 
+void pool_prim_stop_self_(void)
+{
+    kill(getpid(), SIGSTOP);
+}
+
 void pool_prim_kill_self_(void)
 {
     for (;;)

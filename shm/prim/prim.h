@@ -39,6 +39,8 @@ uint64_t pool_prim_now_ns_(void);
 uint64_t pool_prim_now_coarse_ns_(void);
 /* True while process pid exists (also as a zombie). */
 bool pool_prim_alive_(int pid);
+/* Stop by SIGSTOP, as a hung process would (crash points, ":stop"). */
+void pool_prim_stop_self_(void);
 /* Die at once by SIGKILL (crash points). */
 void pool_prim_kill_self_(void) __attribute__((noreturn));
 /* The environment variable name, or NULL (getenv: no allocation). */
