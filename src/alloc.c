@@ -82,9 +82,14 @@ int pd_alloc_reap(pid_t pid, pd_log_level_t level)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (err == ESRCH)
         return PD_OK;   /* died before it attached: nothing to give back */
+    if (err == EAGAIN) {
+        pd_log(PD_LOG_WARN, 0, "pool: a live process holds a pool lock; reap of pid %d deferred",
+               (int)pid);
+        return PD_ERROR;
+    }
     if (err != 0) {
         pd_log(PD_LOG_ERROR, err, "pool: reaping pid %d failed", (int)pid);
-        return PD_ERROR;
+        return PD_OK;
     }
     pd_log(r.leaked > 0 ? PD_LOG_WARN : level, 0,
            "pool: reaped pid %d (%u slots): %zu cached and %zu live bytes given back, "

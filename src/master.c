@@ -51,6 +51,8 @@ typedef struct pd_master_s {
     int ncpus;
     sigset_t run_mask;          /* the mask to restore in ppoll() */
     bool stopping;
+    pid_t unreaped[PD_MAX_WORKERS]; /* dead workers the pool could not reap yet */
+    int nunreaped;
     pid_t stalled;              /* worker seen holding a pool lock too long */
     uint64_t stalled_requests;  /* its request count when first seen */
 } pd_master_t;
@@ -258,6 +260,30 @@ static void pd_describe(int status, char *buf, size_t cap)
         snprintf(buf, cap, "ended with wait status %d", status);
 }
 
+/* Remember a dead worker whose pool memory could not be reaped yet (a live
+ * worker is stuck holding a pool lock; the watchdog will deal with it). */
+static void pd_defer_reap(pd_master_t *m, pid_t pid)
+{
+    if (m->nunreaped == PD_MAX_WORKERS) {
+        pd_log(PD_LOG_ERROR, 0, "pool: too many deferred reaps; pid %d's memory is lost",
+               (int)m->unreaped[0]);
+        memmove(m->unreaped, m->unreaped + 1, sizeof(m->unreaped[0]) * (PD_MAX_WORKERS - 1));
+        m->nunreaped--;
+    }
+    m->unreaped[m->nunreaped++] = pid;
+}
+
+/* Retry the deferred reaps. */
+static void pd_reap_deferred(pd_master_t *m)
+{
+    int kept = 0;
+
+    for (int k = 0; k < m->nunreaped; k++)
+        if (pd_alloc_reap(m->unreaped[k], PD_LOG_INFO) != PD_OK)
+            m->unreaped[kept++] = m->unreaped[k];
+    m->nunreaped = kept;
+}
+
 /* Collect dead workers; replace them unless stopping. */
 static void pd_reap(pd_master_t *m)
 {
@@ -276,7 +302,8 @@ static void pd_reap(pd_master_t *m)
         s->pid = 0;
         pd_stats_end(i);
         /* Before a replacement attaches: it may reuse the dead one's slot. */
-        pd_alloc_reap(pid, m->stopping ? PD_LOG_DEBUG : PD_LOG_INFO);
+        if (pd_alloc_reap(pid, m->stopping ? PD_LOG_DEBUG : PD_LOG_INFO) != PD_OK)
+            pd_defer_reap(m, pid);
         pd_describe(status, how, sizeof(how));
         if (m->stopping) {
             pd_log(PD_LOG_DEBUG, 0, "worker %d (pid %d) %s", i, (int)pid, how);
@@ -408,6 +435,7 @@ static void pd_stop(pd_master_t *m, int sig)
         kill(s->pid, SIGKILL);
         while (waitpid(s->pid, &status, 0) < 0 && errno == EINTR)
             ;
+        /* On the way out: a reap that must wait is not retried. */
         pd_alloc_reap(s->pid, PD_LOG_DEBUG);
         s->pid = 0;
         pd_stats_end(i);
@@ -521,6 +549,7 @@ int pd_master_run(const pd_config_t *cfg)
             pd_reap(&m);
         }
         pd_watchdog(&m);
+        pd_reap_deferred(&m);
         next = pd_restart_due(&m);
         ts.tv_sec = next / 1000;
         ts.tv_nsec = (next % 1000) * 1000000;

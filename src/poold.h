@@ -132,7 +132,9 @@ size_t pd_alloc_stats_json(char *buf, size_t cap);
 /* Master, after waitpid() collected worker pid: give back what it held in
  * the pool (its caches, its live objects, locks it died holding, repaired
  * at once) and log the report at `level` (WARN when bytes were lost).
- * No-op without the pool.  Returns PD_OK, or PD_ERROR after logging. */
+ * No-op without the pool.  Returns PD_OK when done (failures that a retry
+ * cannot mend are logged and count as done), PD_ERROR when a live process
+ * holds a pool lock too long: call again later, never block on it. */
 int pd_alloc_reap(pid_t pid, pd_log_level_t level);
 
 /* The pid of a process holding a pool lock for at least ms milliseconds,
