@@ -22,6 +22,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -90,7 +91,8 @@ static const char *srv_log(const srv_t *s)
     return buf;
 }
 
-static void srv_start(srv_t *s)
+/* Start poold -w 2; crash, when not NULL, goes to its SHMPOOL_CRASH. */
+static void srv_start(srv_t *s, const char *crash)
 {
     const char *bin = getenv("POOLD");
     const char *line;
@@ -104,6 +106,10 @@ static void srv_start(srv_t *s)
     if (s->pid == 0) {
         if (freopen(s->log, "w", stderr) == NULL || freopen("/dev/null", "w", stdout) == NULL)
             _exit(127);
+        if (crash != NULL)
+            setenv("SHMPOOL_CRASH", crash, 1);
+        /* A failed test must not leave a server behind. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         execl(bin, bin, "-w", "2", "-p", "0", "--no-pin", (char *)NULL);
         _exit(127);
     }
@@ -304,7 +310,7 @@ START_TEST(test_kill_workers_under_load)
 
     ck_assert_ptr_ne(sh, MAP_FAILED);
     memset(sh, 0, sizeof(*sh));
-    srv_start(&s);
+    srv_start(&s, NULL);
     for (int c = 0; c < CLIENTS; c++) {
         clients[c] = fork();
         ck_assert_int_ge(clients[c], 0);
@@ -385,12 +391,94 @@ START_TEST(test_kill_workers_under_load)
 }
 END_TEST
 
+/* Debug builds with the pool: every worker stops (SIGSTOP) inside a class
+ * lock at its 120th object fetched.  The master's watchdog must kill the
+ * stopped holder, its reap must repair the lock, and requests must be
+ * answered again afterwards. */
+START_TEST(test_watchdog_kills_stopped_holder)
+{
+    shared_t *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                        -1, 0);
+    pid_t client, w[2], victim = 0;
+    srv_t s;
+    long end;
+    int status;
+
+    ck_assert_ptr_ne(sh, MAP_FAILED);
+    memset(sh, 0, sizeof(*sh));
+    srv_start(&s, "central.fetch:120:stop");
+    client = fork();
+    ck_assert_int_ge(client, 0);
+    if (client == 0) {
+        client_run(sh, 0, s.port);
+        _exit(0);
+    }
+    end = now_ms() + 20000;
+    while (strstr(srv_log(&s), "answers nothing: killed") == NULL) {
+        ck_assert_msg(now_ms() < end, "no watchdog kill within 20 s: %s", srv_log(&s));
+        sleep_ms(50);
+    }
+    {
+        const char *log = srv_log(&s), *line = strstr(log, " holds a pool lock for over ");
+        char want[64];
+
+        while (line > log && line[-1] != '\n')
+            line--;
+        ck_assert_int_eq(sscanf(line, "%*[^:]: error: worker %*d (pid %d)", &victim), 1);
+        /* The lock it held is recovered (by the reap, or by a worker that
+         * was waiting for it), and the dead worker is reaped; the reap is
+         * deferred while another stopped worker holds a lock. */
+        end = now_ms() + 10000;
+        snprintf(want, sizeof(want), "lock holder %d died during ", (int)victim);
+        while (strstr(srv_log(&s), want) == NULL) {
+            ck_assert_msg(now_ms() < end, "pid %d's lock not recovered: %s", (int)victim,
+                          srv_log(&s));
+            sleep_ms(20);
+        }
+        snprintf(want, sizeof(want), "pool: reaped pid %d ", (int)victim);
+        while (strstr(srv_log(&s), want) == NULL) {
+            ck_assert_msg(now_ms() < end, "pid %d not reaped: %s", (int)victim, srv_log(&s));
+            sleep_ms(20);
+        }
+    }
+    /* Served again: a fresh connection is answered (one that meets a
+     * worker stopped again is reset when the watchdog kills it). */
+    end = now_ms() + 20000;
+    for (;;) {
+        int fd = cl_connect(s.port);
+        char body[4096];
+        int st = fd >= 0 ? cl_get(fd, "/", body, sizeof(body)) : -1;
+
+        if (fd >= 0)
+            close(fd);
+        if (st == 200)
+            break;
+        ck_assert_msg(now_ms() < end, "nothing answered after the watchdog kill");
+        sleep_ms(20);
+    }
+    sh->stop = 1;
+    /* Replacements stop at the same point: kill whatever runs, master first. */
+    kill(s.pid, SIGKILL);
+    waitpid(s.pid, &status, 0);
+    srv_workers(&s, w);
+    for (int i = 0; i < 2; i++)
+        if (w[i] > 0)
+            kill(w[i], SIGKILL);
+    kill(client, SIGKILL);
+    waitpid(client, &status, 0);
+    unlink(s.log);
+    munmap(sh, sizeof(*sh));
+}
+END_TEST
+
 Suite *make_crash_e2e_suite(void)
 {
     Suite *s = suite_create("crash_e2e");
     TCase *tc = tcase_create("kills");
 
     tcase_add_test(tc, test_kill_workers_under_load);
+    if (strcmp(PD_ALLOCATOR_BUILD, "shmpool") == 0 && POOL_CONFIG_DEBUG > 0)
+        tcase_add_test(tc, test_watchdog_kills_stopped_holder);
     tcase_set_timeout(tc, 90);
     suite_add_tcase(s, tc);
     return s;
