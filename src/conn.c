@@ -34,7 +34,7 @@
 #define PD_OUT_HIGH (256 * 1024)
 #define PD_OUT_LOW (64 * 1024)
 /* How long a closing connection drains the client's leftovers. */
-#define PD_LINGER_USEC 1000000
+#define PD_LINGER_SEC 1
 
 enum { C_HEAD, C_BODY, C_LINGER };
 
@@ -201,7 +201,7 @@ void pd_conn_close(pd_conn_t *c)
  * Returns PD_ERROR when c was closed. */
 static int conn_linger(pd_conn_t *c)
 {
-    static const struct timeval linger = {0, PD_LINGER_USEC};
+    static const struct timeval linger = {PD_LINGER_SEC, 0};
 
     if (shutdown(c->fd, SHUT_WR) != 0) {
         pd_conn_close(c);
