@@ -1,6 +1,9 @@
 # Benchmarks are built by `make` but never run by `make check`.
 include bench/pool.mk
 
+# kill-soak: SIGKILLs workers under wrk load and reports what recovery costs.
+EXTRA_DIST += bench/kill-soak
+
 # --- bench/ab: the server A/B harness (bench/README.md, section bench/ab) ---
 # nreq sends an exact number of requests, so that server-side CPU time,
 # instructions and page faults can be divided by it.
