@@ -65,7 +65,7 @@ size_t pd_alloc_stats_json(char *buf, size_t cap)
 
     if (pd_alloc_is_pool())
         return pool_stats_json(buf, cap);
-    n = snprintf(buf, cap, "{\"name\":\"glibc\"}");
+    n = snprintf(buf, cap, "{\"allocator\":\"glibc\"}");
     return n < 0 ? 0 : (size_t)n;
 }
 
