@@ -35,22 +35,6 @@
 #define MAX_KILLS 256
 #define REPLY_TIMEOUT_S 10 /* a worker in crash-loop back-off restarts within 5 s */
 
-static long now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
-
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
 /* What the clients and the killer share (MAP_SHARED, outside any heap). */
 typedef struct shared_s {
     volatile int stop;              /* clients: finish now */
@@ -113,10 +97,10 @@ static void srv_start(srv_t *s, const char *crash)
         execl(bin, bin, "-w", "2", "-p", "0", "--no-pin", (char *)NULL);
         _exit(127);
     }
-    end = now_ms() + 5000;
+    end = test_now_ms() + 5000;
     while ((line = strstr(srv_log(s), "info: started ")) == NULL) {
-        ck_assert_msg(now_ms() < end, "no start-up line within 5 s: %s", srv_log(s));
-        sleep_ms(10);
+        ck_assert_msg(test_now_ms() < end, "no start-up line within 5 s: %s", srv_log(s));
+        test_sleep_ms(10);
     }
     ck_assert_int_eq(sscanf(strstr(line, "allocator="), "allocator=%31s", s->allocator), 1);
     ck_assert_int_eq(sscanf(strstr(line, "listen="), "listen=127.0.0.1:%d", &s->port), 1);
@@ -225,10 +209,10 @@ static bool was_killed(const shared_t *sh, pid_t pid)
  * bounded by the stop flag, a time limit and a request count. */
 static void client_run(shared_t *sh, int id, int port)
 {
-    long deadline = now_ms() + KILL_FOR_MS + 20000;
+    long deadline = test_now_ms() + KILL_FOR_MS + 20000;
     char body[4096];
 
-    for (long reqs = 0; !sh->stop && now_ms() < deadline && reqs < 2000000;) {
+    for (long reqs = 0; !sh->stop && test_now_ms() < deadline && reqs < 2000000;) {
         int fd = cl_connect(port);
         pid_t pid = 0;
 
@@ -236,7 +220,7 @@ static void client_run(shared_t *sh, int id, int port)
             sh->cl[id].failed_other++;
             if (sh->cl[id].why[0] == '\0')
                 snprintf(sh->cl[id].why, sizeof(sh->cl[id].why), "connect: %s", strerror(errno));
-            sleep_ms(10);
+            test_sleep_ms(10);
             continue;
         }
         for (int k = 0; k < 50 && !sh->stop; k++, reqs++) {
@@ -251,7 +235,7 @@ static void client_run(shared_t *sh, int id, int port)
                 continue;
             }
             /* The kill is recorded before it is sent: give it a moment. */
-            sleep_ms(50);
+            test_sleep_ms(50);
             if (pid == 0) {
                 sh->cl[id].failed_unknown++;
             } else if (was_killed(sh, pid)) {
@@ -271,7 +255,7 @@ static void client_run(shared_t *sh, int id, int port)
 /* Both workers answer: distinct pids seen on fresh connections. */
 static void assert_two_serve(int port)
 {
-    long end = now_ms() + 15000;
+    long end = test_now_ms() + 15000;
     pid_t seen[2] = {0, 0};
     char body[4096];
 
@@ -279,7 +263,7 @@ static void assert_two_serve(int port)
         int fd = cl_connect(port);
         const char *p;
 
-        ck_assert_msg(now_ms() < end, "two workers did not serve within 15 s (saw %d)",
+        ck_assert_msg(test_now_ms() < end, "two workers did not serve within 15 s (saw %d)",
                       (int)seen[0]);
         if (fd < 0)
             continue;
@@ -320,11 +304,11 @@ START_TEST(test_kill_workers_under_load)
         }
     }
     srand((unsigned)getpid());
-    for (long t0 = now_ms(); now_ms() - t0 < KILL_FOR_MS && sh->nkilled < MAX_KILLS;) {
+    for (long t0 = test_now_ms(); test_now_ms() - t0 < KILL_FOR_MS && sh->nkilled < MAX_KILLS;) {
         pid_t w[2];
         int i = rand() % 2;
 
-        sleep_ms(KILL_EVERY_MS);
+        test_sleep_ms(KILL_EVERY_MS);
         srv_workers(&s, w);
         /* Only workers seen a tick ago: they have attached (the first
          * thing a worker does), so each kill leaves something to reap. */
@@ -381,9 +365,9 @@ START_TEST(test_kill_workers_under_load)
         ck_assert_ptr_nonnull(strstr(srv_log(&s), "info: pool: reaped pid "));
     }
     kill(s.pid, SIGTERM);
-    for (long end = now_ms() + 5000; waitpid(s.pid, &status, WNOHANG) == 0;) {
-        ck_assert_msg(now_ms() < end, "poold did not stop within 5 s");
-        sleep_ms(10);
+    for (long end = test_now_ms() + 5000; waitpid(s.pid, &status, WNOHANG) == 0;) {
+        ck_assert_msg(test_now_ms() < end, "poold did not stop within 5 s");
+        test_sleep_ms(10);
     }
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "poold status %#x", status);
     unlink(s.log);
@@ -413,10 +397,10 @@ START_TEST(test_watchdog_kills_stopped_holder)
         client_run(sh, 0, s.port);
         _exit(0);
     }
-    end = now_ms() + 20000;
+    end = test_now_ms() + 20000;
     while (strstr(srv_log(&s), "answers nothing: killed") == NULL) {
-        ck_assert_msg(now_ms() < end, "no watchdog kill within 20 s: %s", srv_log(&s));
-        sleep_ms(50);
+        ck_assert_msg(test_now_ms() < end, "no watchdog kill within 20 s: %s", srv_log(&s));
+        test_sleep_ms(50);
     }
     {
         const char *log = srv_log(&s), *line = strstr(log, " holds a pool lock for over ");
@@ -428,22 +412,22 @@ START_TEST(test_watchdog_kills_stopped_holder)
         /* The lock it held is recovered (by the reap, or by a worker that
          * was waiting for it), and the dead worker is reaped; the reap is
          * deferred while another stopped worker holds a lock. */
-        end = now_ms() + 10000;
+        end = test_now_ms() + 10000;
         snprintf(want, sizeof(want), "lock holder %d died during ", (int)victim);
         while (strstr(srv_log(&s), want) == NULL) {
-            ck_assert_msg(now_ms() < end, "pid %d's lock not recovered: %s", (int)victim,
+            ck_assert_msg(test_now_ms() < end, "pid %d's lock not recovered: %s", (int)victim,
                           srv_log(&s));
-            sleep_ms(20);
+            test_sleep_ms(20);
         }
         snprintf(want, sizeof(want), "pool: reaped pid %d ", (int)victim);
         while (strstr(srv_log(&s), want) == NULL) {
-            ck_assert_msg(now_ms() < end, "pid %d not reaped: %s", (int)victim, srv_log(&s));
-            sleep_ms(20);
+            ck_assert_msg(test_now_ms() < end, "pid %d not reaped: %s", (int)victim, srv_log(&s));
+            test_sleep_ms(20);
         }
     }
     /* Served again: a fresh connection is answered (one that meets a
      * worker stopped again is reset when the watchdog kills it). */
-    end = now_ms() + 20000;
+    end = test_now_ms() + 20000;
     for (;;) {
         int fd = cl_connect(s.port);
         char body[4096];
@@ -453,8 +437,8 @@ START_TEST(test_watchdog_kills_stopped_holder)
             close(fd);
         if (st == 200)
             break;
-        ck_assert_msg(now_ms() < end, "nothing answered after the watchdog kill");
-        sleep_ms(20);
+        ck_assert_msg(test_now_ms() < end, "nothing answered after the watchdog kill");
+        test_sleep_ms(20);
     }
     sh->stop = 1;
     /* Replacements stop at the same point: kill whatever runs, master first. */

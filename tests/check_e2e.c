@@ -30,7 +30,7 @@
 /* Time                                                                      */
 /* ======================================================================== */
 
-static long now_ms(void)
+long test_now_ms(void)
 {
     struct timespec ts;
 
@@ -38,7 +38,7 @@ static long now_ms(void)
     return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void sleep_ms(long ms)
+void test_sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
 
@@ -114,7 +114,7 @@ static pid_t spawn(char *const *args, const char *out, const char *err)
 /* Wait up to ms for pid to exit; returns its wait status or -1. */
 static int wait_exit(pid_t pid, long ms)
 {
-    long end = now_ms() + ms;
+    long end = test_now_ms() + ms;
     int status;
 
     do {
@@ -122,8 +122,8 @@ static int wait_exit(pid_t pid, long ms)
 
         if (r == pid)
             return status;
-        sleep_ms(10);
-    } while (now_ms() < end);
+        test_sleep_ms(10);
+    } while (test_now_ms() < end);
     return -1;
 }
 
@@ -148,11 +148,11 @@ static void srv_start(srv_t *s, const char *workers, ...)
     s->pid = spawn(args, "/dev/null", s->log);
 
     /* The line is written with one write(2): once seen, it is whole. */
-    end = now_ms() + 5000;
+    end = test_now_ms() + 5000;
     while ((line = strstr(srv_log(s), "info: started ")) == NULL) {
-        ck_assert_msg(now_ms() < end, "no start-up line within 5 s: %s", srv_log(s));
+        ck_assert_msg(test_now_ms() < end, "no start-up line within 5 s: %s", srv_log(s));
         ck_assert_msg(waitpid(s->pid, NULL, WNOHANG) == 0, "poold exited: %s", srv_log(s));
-        sleep_ms(10);
+        test_sleep_ms(10);
     }
 
     p = strstr(line, "allocator=");
@@ -271,10 +271,10 @@ static ssize_t cl_fill(cl_t *c, long ms)
  * still sends). */
 static bool cl_closed_within(cl_t *c, long ms)
 {
-    long end = now_ms() + ms;
+    long end = test_now_ms() + ms;
 
     for (;;) {
-        ssize_t n = cl_fill(c, end - now_ms());
+        ssize_t n = cl_fill(c, end - test_now_ms());
 
         if (n == 0 || n == -2)
             return true;
@@ -288,7 +288,7 @@ static bool cl_closed_within(cl_t *c, long ms)
  * whatever Content-Length says). */
 static void cl_response(cl_t *c, resp_t *r, bool head_req, long ms)
 {
-    long end = now_ms() + ms;
+    long end = test_now_ms() + ms;
     char *eoh;
     size_t hlen, need;
     long clen = 0;
@@ -296,7 +296,7 @@ static void cl_response(cl_t *c, resp_t *r, bool head_req, long ms)
 
     memset(r, 0, offsetof(resp_t, body) + 1);
     while ((eoh = memmem(c->buf, c->len, "\r\n\r\n", 4)) == NULL) {
-        ssize_t n = cl_fill(c, end - now_ms());
+        ssize_t n = cl_fill(c, end - test_now_ms());
 
         ck_assert_msg(n > 0, "no complete response head (%zd), have %zu bytes: %.*s", n,
                       c->len, (int)c->len, c->buf);
@@ -313,7 +313,7 @@ static void cl_response(cl_t *c, resp_t *r, bool head_req, long ms)
         ck_assert_int_eq(r->status, 100);
     need = hlen + (head_req ? 0 : (size_t)clen);
     while (c->len < need) {
-        ssize_t n = cl_fill(c, end - now_ms());
+        ssize_t n = cl_fill(c, end - test_now_ms());
 
         ck_assert_msg(n > 0, "response body cut short");
     }
@@ -525,7 +525,7 @@ START_TEST(test_byte_at_a_time)
     setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     for (size_t i = 0; i < sizeof(req) - 1; i++) {
         cl_send(c, req + i, 1);
-        sleep_ms(2);
+        test_sleep_ms(2);
     }
     cl_response(c, &r, false, 3000);
     ck_assert_int_eq(r.status, 200);
@@ -533,9 +533,9 @@ START_TEST(test_byte_at_a_time)
 
     /* A body split across writes, chunked, then the next request. */
     cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nab");
-    sleep_ms(20);
+    test_sleep_ms(20);
     cl_sends(c, "c\r\n0\r\n");
-    sleep_ms(20);
+    test_sleep_ms(20);
     cl_sends(c, "\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n");
     cl_response(c, &r, false, 3000);
     ck_assert_str_eq(r.body, "Hello, World!");
@@ -689,11 +689,11 @@ START_TEST(test_limits)
 
     /* 413 from Content-Length alone, before any body byte is sent. */
     c = cl_open(s.port);
-    t0 = now_ms();
+    t0 = test_now_ms();
     cl_sends(c, "GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 101\r\n\r\n");
     cl_response(c, &r, false, 3000);
     ck_assert_int_eq(r.status, 413);
-    ck_assert_int_lt(now_ms() - t0, 1000);
+    ck_assert_int_lt(test_now_ms() - t0, 1000);
     ck_assert(cl_closed_within(c, 3000));
     cl_close(c);
     /* ... and while the client keeps sending the body it announced. */
@@ -729,9 +729,9 @@ START_TEST(test_slowloris)
 
     srv_start(&s, "2", "--header-timeout", "0.5", NULL);
     c = cl_open(s.port);
-    t0 = now_ms();
+    t0 = test_now_ms();
     /* A byte every 50 ms: always busy, never done. */
-    while (now_ms() - t0 < 2000 && i < sizeof(part) - 1) {
+    while (test_now_ms() - t0 < 2000 && i < sizeof(part) - 1) {
         struct pollfd pfd = {c->fd, POLLIN, 0};
 
         if (poll(&pfd, 1, 50) > 0)
@@ -741,15 +741,15 @@ START_TEST(test_slowloris)
     cl_response(c, &r, false, 3000);
     ck_assert_int_eq(r.status, 408);
     ck_assert(cl_closed_within(c, 2000));
-    ck_assert_int_lt(now_ms() - t0, 1500);
-    ck_assert_int_ge(now_ms() - t0, 400);
+    ck_assert_int_lt(test_now_ms() - t0, 1500);
+    ck_assert_int_ge(test_now_ms() - t0, 400);
     cl_close(c);
 
     /* Connected and silent: closed after the same timeout. */
     c = cl_open(s.port);
-    t0 = now_ms();
+    t0 = test_now_ms();
     ck_assert(cl_closed_within(c, 2000));
-    ck_assert_int_lt(now_ms() - t0, 1500);
+    ck_assert_int_lt(test_now_ms() - t0, 1500);
     cl_close(c);
     srv_stop(&s);
 }
@@ -767,9 +767,9 @@ START_TEST(test_idle_timeout)
     cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n");
     cl_response(c, &r, false, 3000);
     ck_assert_int_eq(r.status, 200);
-    t0 = now_ms();
+    t0 = test_now_ms();
     ck_assert(cl_closed_within(c, 2500));
-    ck_assert_int_ge(now_ms() - t0, 400);
+    ck_assert_int_ge(test_now_ms() - t0, 400);
     cl_close(c);
     srv_stop(&s);
 }
@@ -795,27 +795,27 @@ START_TEST(test_slow_reader)
     one = strlen(r.head) + r.body_len;
 
     slow = cl_open(s.port);
-    t0 = now_ms();
-    while (sent < count * (sizeof(req) - 1) && now_ms() - t0 < 3000) {
+    t0 = test_now_ms();
+    while (sent < count * (sizeof(req) - 1) && test_now_ms() - t0 < 3000) {
         size_t off = sent % (sizeof(req) - 1);
         ssize_t n = send(slow->fd, req + off, sizeof(req) - 1 - off, MSG_DONTWAIT | MSG_NOSIGNAL);
 
         if (n > 0)
             sent += (size_t)n;
         else
-            sleep_ms(5);
+            test_sleep_ms(5);
     }
 
     /* The worker still answers someone else at once. */
-    t0 = now_ms();
+    t0 = test_now_ms();
     cl_sends(other, req);
     cl_response(other, &r, false, 3000);
     ck_assert_int_eq(r.status, 200);
-    ck_assert_int_lt(now_ms() - t0, 1000);
+    ck_assert_int_lt(test_now_ms() - t0, 1000);
 
-    sleep_ms(1500);
+    test_sleep_ms(1500);
     /* Whatever was queued drains, then the connection ends early. */
-    t0 = now_ms();
+    t0 = test_now_ms();
     for (;;) {
         ssize_t n = cl_fill(slow, 3000);
 
@@ -825,7 +825,7 @@ START_TEST(test_slow_reader)
         }
         got += (size_t)n;
         slow->len = 0;
-        ck_assert_int_lt(now_ms() - t0, 10000);
+        ck_assert_int_lt(test_now_ms() - t0, 10000);
     }
     ck_assert_msg(got < (sent / (sizeof(req) - 1)) * one,
                   "all %zu responses were delivered: not dropped", sent / (sizeof(req) - 1));
@@ -855,7 +855,7 @@ START_TEST(test_max_conns)
     cl_close(c);
     /* A freed place is taken again. */
     cl_close(a);
-    sleep_ms(100);
+    test_sleep_ms(100);
     c = cl_open(s.port);
     cl_sends(c, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
     cl_response(c, &r, false, 3000);
@@ -882,17 +882,17 @@ START_TEST(test_kill_worker)
     srv_start(&s, "2", NULL);
     victim = s.workers[0];
     ck_assert_int_eq(kill(victim, SIGKILL), 0);
-    t0 = now_ms();
+    t0 = test_now_ms();
     /* Within 2 s a new pid answers in slot 0 (connections spread over the
      * workers by the kernel, so ask until one lands there). */
-    while (now_ms() - t0 < 2000) {
+    while (test_now_ms() - t0 < 2000) {
         get(&s, "GET / HTTP/1.1\r\nHost: t\r\n\r\n", &r);
         ck_assert_int_eq(r.status, 200);
         if (strstr(r.body, "\"worker\":0,") != NULL) {
             fresh = root_pid(&r);
             break;
         }
-        sleep_ms(10);
+        test_sleep_ms(10);
     }
     ck_assert_msg(fresh != 0, "worker 0 did not answer within 2 s");
     ck_assert_int_ne(fresh, victim);
@@ -936,10 +936,10 @@ START_TEST(test_crash_loop_backoff)
         pid_t victim = k == 0 ? s.workers[0] : pid;
 
         ck_assert_int_eq(kill(victim, SIGKILL), 0);
-        t0 = now_ms();
+        t0 = test_now_ms();
         do {
-            ck_assert_msg(now_ms() - t0 < 3000, "slot 0 not refilled after death %d", k + 1);
-            sleep_ms(20);
+            ck_assert_msg(test_now_ms() - t0 < 3000, "slot 0 not refilled after death %d", k + 1);
+            test_sleep_ms(20);
             pid = slot0_pid(&s);
         } while (pid == 0 || pid == victim);
     }
@@ -965,10 +965,10 @@ START_TEST(test_sigterm_in_flight)
     cl_sends(c, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
     cl_response(c, &r, false, 3000);
     cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\n");
-    sleep_ms(100);      /* the worker holds half a request */
-    t0 = now_ms();
+    test_sleep_ms(100);      /* the worker holds half a request */
+    t0 = test_now_ms();
     ck_assert_int_eq(kill(s.pid, SIGTERM), 0);
-    sleep_ms(200);
+    test_sleep_ms(200);
     cl_sends(c, "\r\n");
     cl_response(c, &r, false, 3000);
     ck_assert_int_eq(r.status, 200);
@@ -979,7 +979,7 @@ START_TEST(test_sigterm_in_flight)
     status = wait_exit(s.pid, 5000);
     ck_assert_msg(status != -1, "master still running 5 s after SIGTERM");
     ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    ck_assert_int_lt(now_ms() - t0, 5000);
+    ck_assert_int_lt(test_now_ms() - t0, 5000);
     /* Both workers are gone too. */
     for (int i = 0; i < 2; i++)
         ck_assert(kill(s.workers[i], 0) != 0);
@@ -1001,12 +1001,12 @@ START_TEST(test_sigint_and_straggler)
     cl_sends(c, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
     cl_response(c, &r, false, 3000);
     cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\n");
-    sleep_ms(100);
-    t0 = now_ms();
+    test_sleep_ms(100);
+    t0 = test_now_ms();
     ck_assert_int_eq(kill(s.pid, SIGINT), 0);
     status = wait_exit(s.pid, 5000);
     ck_assert(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    ck_assert_int_lt(now_ms() - t0, 2000);
+    ck_assert_int_lt(test_now_ms() - t0, 2000);
     ck_assert_ptr_nonnull(strstr(srv_log(&s), "still busy after the shutdown timeout"));
     cl_close(c);
     unlink(s.log);
@@ -1023,7 +1023,7 @@ START_TEST(test_stats_counts)
     srv_start(&s, "2", NULL);
     for (int i = 0; i < 10; i++)
         get(&s, "GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n", &r);
-    sleep_ms(200);      /* the workers see those clients close */
+    test_sleep_ms(200);      /* the workers see those clients close */
     get(&s, "GET /stats HTTP/1.1\r\nHost: t\r\n\r\n", &r);
     for (p = r.body; (p = strstr(p, "\"requests\":")) != NULL; p++)
         total += strtoul(p + 11, NULL, 10);

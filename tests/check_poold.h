@@ -10,4 +10,8 @@ Suite *make_routes_suite(void);
 Suite *make_e2e_suite(void);
 Suite *make_crash_e2e_suite(void);
 
+/* Monotonic milliseconds, and a sleep that survives signals (check_e2e.c). */
+long test_now_ms(void);
+void test_sleep_ms(long ms);
+
 #endif
