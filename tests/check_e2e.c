@@ -26,6 +26,11 @@
 
 #include "check_poold.h"
 
+/* How long a test waits for an answer or a close that must come.  Only a
+ * failing run waits this long; the headroom is for a loaded 2-core machine,
+ * where a debug build's worker can be descheduled for seconds. */
+#define REPLY_MS 10000
+
 /* ======================================================================== */
 /* Time                                                                      */
 /* ======================================================================== */
@@ -331,7 +336,7 @@ static void get(const srv_t *s, const char *request, resp_t *r)
     cl_t *c = cl_open(s->port);
 
     cl_sends(c, request);
-    cl_response(c, r, strncmp(request, "HEAD ", 5) == 0, 3000);
+    cl_response(c, r, strncmp(request, "HEAD ", 5) == 0, REPLY_MS);
     cl_close(c);
 }
 
@@ -414,12 +419,12 @@ START_TEST(test_head_and_405)
     /* HEAD: the GET's head without the body; the connection stays usable. */
     c = cl_open(s.port);
     cl_sends(c, "HEAD /plaintext HTTP/1.1\r\nHost: t\r\n\r\n");
-    cl_response(c, &r, true, 3000);
+    cl_response(c, &r, true, REPLY_MS);
     ck_assert_int_eq(r.status, 200);
     ck_assert(has_header(&r, "Content-Length: 13"));
     ck_assert_uint_eq(r.body_len, 0);
     cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n");
-    cl_response(c, &r, false, 3000);
+    cl_response(c, &r, false, REPLY_MS);
     ck_assert_str_eq(r.body, "Hello, World!");
     ck_assert_uint_eq(c->len, 0);   /* HEAD sent no stray body bytes */
     cl_close(c);
@@ -461,12 +466,12 @@ START_TEST(test_pipelined)
     cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n"
                 "GET /nope HTTP/1.1\r\nHost: t\r\n\r\n"
                 "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
-    cl_response(c, &r, false, 3000);
+    cl_response(c, &r, false, REPLY_MS);
     ck_assert_int_eq(r.status, 200);
     ck_assert_str_eq(r.body, "Hello, World!");
-    cl_response(c, &r, false, 3000);
+    cl_response(c, &r, false, REPLY_MS);
     ck_assert_int_eq(r.status, 404);
-    cl_response(c, &r, false, 3000);
+    cl_response(c, &r, false, REPLY_MS);
     ck_assert_int_eq(r.status, 200);
     ck_assert_ptr_nonnull(strstr(r.body, "\"allocator\""));
 
@@ -484,7 +489,7 @@ START_TEST(test_pipelined)
                                   "GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n");
         cl_send(c, twenty, n);
         for (int i = 0; i < 20; i++) {
-            cl_response(c, &r, false, 3000);
+            cl_response(c, &r, false, REPLY_MS);
             ck_assert_int_eq(r.status, 200);
         }
         ck_assert_uint_le(data_segs_in(c) - before, 2);
@@ -503,7 +508,7 @@ START_TEST(test_pipelined)
                                   i % 2 ? "plaintext" : "nope");
         cl_send(c, burst, n);
         for (int i = 0; i < 400; i++) {
-            cl_response(c, &r, false, 3000);
+            cl_response(c, &r, false, REPLY_MS);
             ck_assert_int_eq(r.status, i % 2 ? 200 : 404);
         }
     }
@@ -527,7 +532,7 @@ START_TEST(test_byte_at_a_time)
         cl_send(c, req + i, 1);
         test_sleep_ms(2);
     }
-    cl_response(c, &r, false, 3000);
+    cl_response(c, &r, false, REPLY_MS);
     ck_assert_int_eq(r.status, 200);
     ck_assert_str_eq(r.body, "Host: t\nX-Slow: yes\n");
 
@@ -537,9 +542,9 @@ START_TEST(test_byte_at_a_time)
     cl_sends(c, "c\r\n0\r\n");
     test_sleep_ms(20);
     cl_sends(c, "\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n");
-    cl_response(c, &r, false, 3000);
+    cl_response(c, &r, false, REPLY_MS);
     ck_assert_str_eq(r.body, "Hello, World!");
-    cl_response(c, &r, false, 3000);
+    cl_response(c, &r, false, REPLY_MS);
     ck_assert_int_eq(r.status, 200);
     cl_close(c);
     srv_stop(&s);
@@ -557,13 +562,13 @@ START_TEST(test_keep_alive)
     c = cl_open(s.port);
     for (int i = 0; i < 3; i++) {
         cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n");
-        cl_response(c, &r, false, 3000);
+        cl_response(c, &r, false, REPLY_MS);
         ck_assert_int_eq(r.status, 200);
         ck_assert_ptr_null(strcasestr(r.head, "\r\nConnection:"));
     }
     /* ... until Connection: close, which is honoured. */
     cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
-    cl_response(c, &r, false, 3000);
+    cl_response(c, &r, false, REPLY_MS);
     ck_assert(has_header(&r, "Connection: close"));
     ck_assert(cl_closed_within(c, 2000));
     cl_close(c);
@@ -571,7 +576,7 @@ START_TEST(test_keep_alive)
     /* HTTP/1.0: closes by default. */
     c = cl_open(s.port);
     cl_sends(c, "GET /plaintext HTTP/1.0\r\n\r\n");
-    cl_response(c, &r, false, 3000);
+    cl_response(c, &r, false, REPLY_MS);
     ck_assert_int_eq(r.status, 200);
     ck_assert(has_header(&r, "Connection: close"));
     ck_assert(cl_closed_within(c, 2000));
@@ -581,7 +586,7 @@ START_TEST(test_keep_alive)
     c = cl_open(s.port);
     for (int i = 0; i < 2; i++) {
         cl_sends(c, "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
-        cl_response(c, &r, false, 3000);
+        cl_response(c, &r, false, REPLY_MS);
         ck_assert_int_eq(r.status, 200);
         ck_assert(has_header(&r, "Connection: keep-alive"));
     }
@@ -601,12 +606,12 @@ START_TEST(test_expect_continue)
     c = cl_open(s.port);
     cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n"
                 "Expect: 100-continue\r\n\r\n");
-    cl_response(c, &r, false, 3000);
+    cl_response(c, &r, false, REPLY_MS);
     ck_assert_int_eq(r.status, 100);
     ck_assert_str_eq(r.head, "HTTP/1.1 100 Continue\r\n\r\n");
     ck_assert_uint_eq(c->len, 0);   /* nothing else before the body */
     cl_sends(c, "hello");
-    cl_response(c, &r, false, 3000);
+    cl_response(c, &r, false, REPLY_MS);
     ck_assert_int_eq(r.status, 200);
     ck_assert_str_eq(r.body, "Hello, World!");
     cl_close(c);
@@ -626,10 +631,10 @@ static void expect_reject(const srv_t *s, const char *request, size_t len, int s
     resp_t r;
 
     cl_send(c, request, len);
-    cl_response(c, &r, false, 3000);
+    cl_response(c, &r, false, REPLY_MS);
     ck_assert_msg(r.status == status, "got %d, want %d for %.40s", r.status, status, request);
     ck_assert(has_header(&r, "Connection: close"));
-    ck_assert_msg(cl_closed_within(c, 3000), "not closed after %d", status);
+    ck_assert_msg(cl_closed_within(c, REPLY_MS), "not closed after %d", status);
     cl_close(c);
 }
 
@@ -691,18 +696,18 @@ START_TEST(test_limits)
     c = cl_open(s.port);
     t0 = test_now_ms();
     cl_sends(c, "GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 101\r\n\r\n");
-    cl_response(c, &r, false, 3000);
+    cl_response(c, &r, false, REPLY_MS);
     ck_assert_int_eq(r.status, 413);
     ck_assert_int_lt(test_now_ms() - t0, 1000);
-    ck_assert(cl_closed_within(c, 3000));
+    ck_assert(cl_closed_within(c, REPLY_MS));
     cl_close(c);
     /* ... and while the client keeps sending the body it announced. */
     c = cl_open(s.port);
     cl_sends(c, "GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 2000\r\n\r\n");
     cl_send(c, big, 2000);
-    cl_response(c, &r, false, 3000);
+    cl_response(c, &r, false, REPLY_MS);
     ck_assert_int_eq(r.status, 413);
-    ck_assert(cl_closed_within(c, 3000));
+    ck_assert(cl_closed_within(c, REPLY_MS));
     cl_close(c);
     /* Chunked bodies count too. */
     REJECT(&s, "GET / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n65\r\n", 413);
@@ -711,7 +716,7 @@ START_TEST(test_limits)
     c = cl_open(s.port);
     cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n");
     cl_send(c, big, 100);
-    cl_response(c, &r, false, 3000);
+    cl_response(c, &r, false, REPLY_MS);
     ck_assert_int_eq(r.status, 200);
     cl_close(c);
     srv_stop(&s);
@@ -738,7 +743,7 @@ START_TEST(test_slowloris)
             break;
         send(c->fd, part + i++, 1, MSG_NOSIGNAL);
     }
-    cl_response(c, &r, false, 3000);
+    cl_response(c, &r, false, REPLY_MS);
     ck_assert_int_eq(r.status, 408);
     ck_assert(cl_closed_within(c, 2000));
     ck_assert_int_lt(test_now_ms() - t0, 1500);
@@ -765,7 +770,7 @@ START_TEST(test_idle_timeout)
     srv_start(&s, "2", "--idle-timeout", "0.5", NULL);
     c = cl_open(s.port);
     cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n");
-    cl_response(c, &r, false, 3000);
+    cl_response(c, &r, false, REPLY_MS);
     ck_assert_int_eq(r.status, 200);
     t0 = test_now_ms();
     ck_assert(cl_closed_within(c, 2500));
@@ -791,7 +796,7 @@ START_TEST(test_slow_reader)
     srv_start(&s, "1", "--idle-timeout", "0.5", NULL);
     other = cl_open(s.port);
     cl_sends(other, req);
-    cl_response(other, &r, false, 3000);
+    cl_response(other, &r, false, REPLY_MS);
     one = strlen(r.head) + r.body_len;
 
     slow = cl_open(s.port);
@@ -809,7 +814,7 @@ START_TEST(test_slow_reader)
     /* The worker still answers someone else at once. */
     t0 = test_now_ms();
     cl_sends(other, req);
-    cl_response(other, &r, false, 3000);
+    cl_response(other, &r, false, REPLY_MS);
     ck_assert_int_eq(r.status, 200);
     ck_assert_int_lt(test_now_ms() - t0, 1000);
 
@@ -846,9 +851,9 @@ START_TEST(test_max_conns)
     a = cl_open(s.port);
     b = cl_open(s.port);
     cl_sends(a, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
-    cl_response(a, &r, false, 3000);
+    cl_response(a, &r, false, REPLY_MS);
     cl_sends(b, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
-    cl_response(b, &r, false, 3000);
+    cl_response(b, &r, false, REPLY_MS);
     /* The third is accepted and closed at once. */
     c = cl_open(s.port);
     ck_assert(cl_closed_within(c, 1000));
@@ -858,7 +863,7 @@ START_TEST(test_max_conns)
     test_sleep_ms(100);
     c = cl_open(s.port);
     cl_sends(c, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
-    cl_response(c, &r, false, 3000);
+    cl_response(c, &r, false, REPLY_MS);
     ck_assert_int_eq(r.status, 200);
     cl_close(c);
     cl_close(b);
@@ -963,18 +968,18 @@ START_TEST(test_sigterm_in_flight)
     /* A first request proves a worker has taken the connection (the accept
      * queue is dropped on shutdown); then half of a second one. */
     cl_sends(c, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
-    cl_response(c, &r, false, 3000);
+    cl_response(c, &r, false, REPLY_MS);
     cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\n");
     test_sleep_ms(100);      /* the worker holds half a request */
     t0 = test_now_ms();
     ck_assert_int_eq(kill(s.pid, SIGTERM), 0);
     test_sleep_ms(200);
     cl_sends(c, "\r\n");
-    cl_response(c, &r, false, 3000);
+    cl_response(c, &r, false, REPLY_MS);
     ck_assert_int_eq(r.status, 200);
     ck_assert_str_eq(r.body, "Hello, World!");
     ck_assert(has_header(&r, "Connection: close"));
-    ck_assert(cl_closed_within(c, 3000));
+    ck_assert(cl_closed_within(c, REPLY_MS));
     cl_close(c);
     status = wait_exit(s.pid, 5000);
     ck_assert_msg(status != -1, "master still running 5 s after SIGTERM");
@@ -999,7 +1004,7 @@ START_TEST(test_sigint_and_straggler)
     srv_start(&s, "2", "--shutdown-timeout", "0.5", NULL);
     c = cl_open(s.port);
     cl_sends(c, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
-    cl_response(c, &r, false, 3000);
+    cl_response(c, &r, false, REPLY_MS);
     cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\n");
     test_sleep_ms(100);
     t0 = test_now_ms();
