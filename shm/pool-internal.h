@@ -341,17 +341,12 @@ void pool_tcache_init_(pool_arena_t *a, pool_tcache_sh_t *tc, uint16_t slot);
 void pool_debug_on_alloc_(void *p);
 void pool_debug_on_free_(void *p);
 
-/* malloc fast path, about 10 instructions: class from the table, pop the
- * bin's head.  One test: an empty bin (also every bin of the empty cache, and
- * class 0 for big requests) takes the slow path. */
-static inline void *pool_malloc_fast(size_t size)
+/* Pop the head of a non-empty bin: the one place an object leaves a thread
+ * cache for a caller, so the stats and debug hooks sit here. */
+static inline void *pool_bin_pop(pool_tcache_sh_t *tc, unsigned cls)
 {
-    pool_tcache_sh_t *tc = pool_tls_tcache_;
-    unsigned cls = pool_sizeclass_of(size);
     pool_bin_t *bin = &tc->bins[cls];
     void *p = bin->head;
-    if (pool_unlikely(p == NULL))
-        return pool_malloc_slow_(size);
     bin->head = *(void **)p;
     bin->len--;
     if (pool_config_stats)
@@ -359,6 +354,18 @@ static inline void *pool_malloc_fast(size_t size)
     if (pool_config_debug > 0)
         pool_debug_on_alloc_(p);
     return p;
+}
+
+/* malloc fast path, about 10 instructions: class from the table, pop the
+ * bin's head.  One test: an empty bin (also every bin of the empty cache, and
+ * class 0 for big requests) takes the slow path. */
+static inline void *pool_malloc_fast(size_t size)
+{
+    pool_tcache_sh_t *tc = pool_tls_tcache_;
+    unsigned cls = pool_sizeclass_of(size);
+    if (pool_unlikely(tc->bins[cls].head == NULL))
+        return pool_malloc_slow_(size);
+    return pool_bin_pop(tc, cls);
 }
 
 /* free fast path, about 10 instructions: the class byte from the page map,

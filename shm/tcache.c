@@ -170,17 +170,9 @@ static bool refill(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
  * arena is exhausted. */
 static void *alloc_class(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
 {
-    pool_bin_t *bin = &tc->bins[cls];
-    if (bin->head == NULL && !refill(a, tc, cls))
+    if (tc->bins[cls].head == NULL && !refill(a, tc, cls))
         return NULL;
-    void *p = bin->head;
-    bin->head = *(void **)p;
-    bin->len--;
-    if (pool_config_stats)
-        tc->stats[cls].allocs++;
-    if (pool_config_debug > 0)
-        pool_debug_on_alloc_(p);
-    return p;
+    return pool_bin_pop(tc, cls);
 }
 
 /* A whole span of at least size bytes starting on a multiple of align. */
