@@ -62,15 +62,7 @@ if ! command -v valgrind >/dev/null; then
     exit 1
 fi
 
-# The shared object a Debian package installs, by file name.
-deb_so() {
-    path=$(dpkg -L "$1" 2>/dev/null | grep "/$2\$" | head -n 1)
-    if [ -z "$path" ]; then
-        echo "callgrind.sh: $2 not found; install the Debian package $1" >&2
-        exit 1
-    fi
-    echo "$path"
-}
+. "$(dirname "$0")/peers.sh"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -83,9 +75,9 @@ ir() {
     pool-direct) arg=pool ;;
     none) arg=none ;;
     glibc) ;;
-    jemalloc) preload=$(deb_so libjemalloc2 libjemalloc.so.2) || exit 1 ;;
-    tcmalloc) preload=$(deb_so libtcmalloc-minimal4 libtcmalloc_minimal.so.4) || exit 1 ;;
-    mimalloc) preload=$(deb_so libmimalloc2.0 libmimalloc.so.2) || exit 1 ;;
+    jemalloc) preload=$(peer_so jemalloc) || exit 1 ;;
+    tcmalloc) preload=$(peer_so tcmalloc) || exit 1 ;;
+    mimalloc) preload=$(peer_so mimalloc) || exit 1 ;;
     *) echo "callgrind.sh: unknown allocator $1" >&2; exit 2 ;;
     esac
     out=$tmp/callgrind.out

@@ -6,4 +6,4 @@
 noinst_PROGRAMS += bench/poolbench
 bench_poolbench_SOURCES = bench/poolbench.c bench/pb-workloads.c bench/poolbench.h
 bench_poolbench_LDADD = shm/libshmpool_core.la
-EXTRA_DIST += bench/README.md bench/callgrind.sh bench/poolbench-all.sh
+EXTRA_DIST += bench/README.md bench/callgrind.sh bench/poolbench-all.sh bench/peers.sh

@@ -78,18 +78,10 @@ for b in "$build" ${spin:+"$spin"}; do
     fi
 done
 
-# The shared object a Debian package installs, by file name.
-deb_so() {
-    path=$(dpkg -L "$1" 2>/dev/null | grep "/$2\$" | head -n 1)
-    if [ -z "$path" ]; then
-        echo "poolbench-all.sh: $2 not found; install the Debian package $1" >&2
-        exit 1
-    fi
-    echo "$path"
-}
-jemalloc=$(deb_so libjemalloc2 libjemalloc.so.2)
-tcmalloc=$(deb_so libtcmalloc-minimal4 libtcmalloc_minimal.so.4)
-mimalloc=$(deb_so libmimalloc2.0 libmimalloc.so.2)
+. "$here/peers.sh"
+jemalloc=$(peer_so jemalloc)
+tcmalloc=$(peer_so tcmalloc)
+mimalloc=$(peer_so mimalloc)
 
 mkdir -p "$out"
 csv=$out/poolbench.csv
