@@ -219,20 +219,6 @@ static size_t reap(pid_t pid, pool_reap_report_t *r)
     return r->leaked;
 }
 
-/* Every process is gone and reaped: what is still in use is what the
- * reaps said was lost, and the bytes add up. */
-static void assert_accounted(size_t leaked)
-{
-    pool_test_assert_consistent();
-    pool_usage_t u;
-    pool_usage(&u);
-    ck_assert_msg(u.in_use == leaked, "%zu bytes still in use, the reaps reported %zu leaked",
-                  u.in_use, leaked);
-    ck_assert_msg(u.in_use + u.cached + u.free == u.used,
-                  "in use %zu + cached %zu + free %zu != used %zu", u.in_use, u.cached, u.free,
-                  u.used);
-}
-
 /* ------------------------------------------------------------------------ */
 /* Tests                                                                     */
 /* ------------------------------------------------------------------------ */
@@ -266,7 +252,7 @@ START_TEST(test_every_crash_point)
     holder_finish(&h, holder);
     leaked += reap(worker, NULL) + reap(again, NULL) + reap(holder, NULL);
     ck_assert_uint_ge(pool_arena_.crash->xrecoveries, 1);
-    assert_accounted(leaked);
+    pool_test_assert_settled(leaked);
 }
 END_TEST
 
@@ -293,7 +279,7 @@ START_TEST(test_interrupted_recovery)
     holder_finish(&h, holder);
     size_t leaked = reap(first, NULL) + reap(second, NULL) + reap(third, NULL) +
                     reap(holder, NULL);
-    assert_accounted(leaked);
+    pool_test_assert_settled(leaked);
 }
 END_TEST
 
@@ -338,7 +324,7 @@ START_TEST(test_kill_anywhere_then_reap)
     assert_exit0(worker, "the worker after the kills");
     holder_finish(&h, holder);
     leaked += reap(worker, NULL) + reap(holder, NULL);
-    assert_accounted(leaked);
+    pool_test_assert_settled(leaked);
     ck_assert_uint_eq(leaked, 0);
 }
 END_TEST
@@ -354,7 +340,7 @@ START_TEST(test_reap_refuses)
     ck_assert_int_eq(pool_reap(holder, &r), 0);
     ck_assert_int_eq(pool_reap(holder, &r), ESRCH);
     ck_assert_int_eq(pool_reap(-1, &r), ESRCH);
-    assert_accounted(0);
+    pool_test_assert_settled(0);
 }
 END_TEST
 
@@ -410,7 +396,7 @@ START_TEST(test_adopted_block_survives)
     ck_assert_int_eq(write(ad.to_receiver[1], &c, 1), 1);
     assert_exit0(receiver, "the receiver (its adopted block was reclaimed?)");
     size_t leaked = reap(worker, NULL) + reap(receiver, NULL);
-    assert_accounted(leaked);
+    pool_test_assert_settled(leaked);
 }
 END_TEST
 
@@ -440,7 +426,7 @@ START_TEST(test_stalled_lock_reported)
     ck_assert_uint_eq(pool_repair(), 1);
     ck_assert_int_eq(pool_lock_stalled(0), 0);
     reap(stuck, NULL);
-    assert_accounted(0);
+    pool_test_assert_settled(0);
 }
 END_TEST
 

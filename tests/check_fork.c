@@ -164,19 +164,6 @@ static void check_disjoint(block_t *a, unsigned na, block_t *b, unsigned nb)
                       all[i - 1].p, all[i - 1].size, all[i].p);
 }
 
-static void check_settled(size_t in_use_before)
-{
-    char msg[512];
-    ck_assert_msg(pool_check(msg, sizeof msg) == 0, "pool_check: %s", msg);
-    pool_usage_t u;
-    pool_usage(&u);
-    ck_assert_msg(u.in_use + u.cached + u.free == u.used,
-                  "in_use %zu + cached %zu + free %zu != used %zu", u.in_use,
-                  u.cached, u.free, u.used);
-    ck_assert_msg(u.in_use == in_use_before, "in_use %zu, %zu before the test",
-                  u.in_use, in_use_before);
-}
-
 static void wait_child(pid_t pid, fork_sh_t *sh)
 {
     int status;
@@ -277,7 +264,7 @@ static void fork_and_allocate(bool reattach)
 
     free_blocks(parent_blocks, PARENT_LIVE + MORE);
     pool_thread_flush();
-    check_settled(in_use_before);
+    pool_test_assert_settled(in_use_before);
     munmap(sh, sizeof *sh);
 }
 
@@ -345,7 +332,7 @@ START_TEST(test_fork_child_frees_ignored)
 
     free_blocks(parent_blocks, PARENT_LIVE + MORE);
     pool_thread_flush();
-    check_settled(in_use_before);
+    pool_test_assert_settled(in_use_before);
     munmap(sh, sizeof *sh);
 }
 END_TEST

@@ -6,6 +6,8 @@
 #include <check.h>
 #include <stddef.h>
 
+#include "pool.h"
+
 Suite *make_sizeclass_suite(void);
 Suite *make_pagemap_suite(void);
 Suite *make_pageheap_suite(void);
@@ -24,5 +26,10 @@ void pool_test_create_attach(void);   /* create and attach */
 void pool_test_destroy(void);
 /* Fail the test with pool_check()'s message unless the arena is consistent. */
 void pool_test_assert_consistent(void);
+/* Fail unless in_use + cached + free == used; returns the usage read. */
+pool_usage_t pool_test_assert_bytes_add_up(void);
+/* The arena is consistent, its bytes add up, and exactly in_use bytes are
+ * in use: what a test expects once every block is freed (or reaped). */
+void pool_test_assert_settled(size_t in_use);
 
 #endif /* CHECK_POOL_H */

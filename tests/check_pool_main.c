@@ -35,6 +35,24 @@ void pool_test_assert_consistent(void)
     ck_assert_msg(rc == 0, "pool_check: %s", msg);
 }
 
+pool_usage_t pool_test_assert_bytes_add_up(void)
+{
+    pool_usage_t u;
+
+    pool_usage(&u);
+    ck_assert_msg(u.in_use + u.cached + u.free == u.used,
+                  "in use %zu + cached %zu + free %zu != used %zu", u.in_use, u.cached, u.free,
+                  u.used);
+    return u;
+}
+
+void pool_test_assert_settled(size_t in_use)
+{
+    pool_test_assert_consistent();
+    pool_usage_t u = pool_test_assert_bytes_add_up();
+    ck_assert_msg(u.in_use == in_use, "%zu bytes in use, expected %zu", u.in_use, in_use);
+}
+
 int main(void)
 {
     SRunner *sr = srunner_create(make_sizeclass_suite());
