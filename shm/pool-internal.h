@@ -179,22 +179,14 @@ pool_span_sh_t *pool_object_span_(pool_arena_t *a, const void *p, uint32_t *oi);
 /* Tag byte of object oi of small span s. */
 static inline uint8_t *pool_owner_of(const pool_arena_t *a, const pool_span_sh_t *s, uint32_t oi)
 {
-    uint32_t g = s->count > POOL_OWNER_ROW ? oi >> 1 : oi;
-    return &a->owners[(size_t)s->start * POOL_OWNER_ROW + g];
+    return &a->owners[(size_t)s->start * POOL_OWNER_ROW + oi];
 }
-/* Record that object oi of s (handed out) now belongs to tag.  A byte
- * shared with a neighbour that another process holds says nobody.
+/* Record that object oi of s (handed out) now belongs to tag.
  * REQUIRES: class lock. */
 static inline void pool_owner_set(const pool_arena_t *a, const pool_span_sh_t *s, uint32_t oi,
                                   uint8_t tag)
 {
-    uint8_t *o = pool_owner_of(a, s, oi);
-    if (s->count > POOL_OWNER_ROW) {
-        uint32_t nb = oi ^ 1;
-        if (nb < s->count && ((s->bitmap[nb / 64] >> (nb % 64)) & 1) && *o != tag)
-            tag = POOL_NO_TAG;
-    }
-    *o = tag;
+    *pool_owner_of(a, s, oi) = tag;
 }
 /* Index of object p in small span s. */
 static inline uint32_t pool_span_object_index(const pool_arena_t *a, const pool_span_sh_t *s,

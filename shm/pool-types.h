@@ -40,11 +40,11 @@
  * Slot 255 has no tag of its own. */
 #define POOL_NO_TAG 0
 #define POOL_MAX_TAG 255
-/* Tag bytes per page of a span.  Only the 16-byte class has more objects
- * (512 in its page): there two neighbours share a byte, which is cleared to
- * POOL_NO_TAG when they belong to different processes (see
- * pool_owner_set), so a tag is never wrong, only sometimes missing. */
-#define POOL_OWNER_ROW 256
+/* Tag bytes per page of a span: one per object even in the 16-byte class
+ * (512 to a page), so every object a process took can be given back when
+ * it dies; a shared byte would have to say "nobody" whenever neighbours
+ * belong to different processes, and those objects would leak unseen. */
+#define POOL_OWNER_ROW POOL_MAX_OBJECTS
 
 /* Class 0 means "not a small object"; classes 1..96 are the size classes. */
 #define POOL_NCLASSES 97
@@ -66,7 +66,7 @@
 #define POOL_MAGIC UINT64_C(0x6c6f6f706d687373) /* "sshmpool" little-endian */
 /* Bumped whenever a shared structure changes shape.  Debug and spin builds
  * change the span and lock layouts, so they are folded into the version. */
-#define POOL_LAYOUT_VERSION 2u
+#define POOL_LAYOUT_VERSION 3u
 
 /* ------------------------------------------------------------------------ */
 /* Locks                                                                     */

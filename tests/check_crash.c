@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -329,6 +330,98 @@ START_TEST(test_kill_anywhere_then_reap)
 }
 END_TEST
 
+/* Two processes take 16-byte objects in turns, so their objects sit side
+ * by side in the same spans; when one dies, every object it took is
+ * reclaimed and none of the survivor's is touched. */
+#define TURNS 200
+
+typedef struct taker_s {
+    int go[2];     /* test -> taker: take one more, or (after TURNS) check */
+    int ready[2];  /* taker -> test: done */
+    void **mine;   /* TURNS pointers, in memory the test shares */
+    uint64_t salt;
+} taker_t;
+
+static int taker_main(void *arg)
+{
+    taker_t *t = arg;
+    char c;
+    for (unsigned i = 0; i < TURNS; i++) {
+        if (read(t->go[0], &c, 1) != 1)
+            return 5;
+        t->mine[i] = pool_malloc(16);
+        if (t->mine[i] == NULL)
+            return 4;
+        pattern_fill(t->mine[i], 0, 16, t->salt << 32 | i);
+        /* Back to the central cache at once: the other taker's next
+         * object comes from the same span. */
+        pool_thread_flush();
+        if (write(t->ready[1], &c, 1) != 1)
+            return 5;
+    }
+    if (read(t->go[0], &c, 1) != 1)
+        return 5;
+    unsigned bad = 0;
+    for (unsigned i = 0; i < TURNS; i++) {
+        bad += pattern_find_bad(t->mine[i], 16, t->salt << 32 | i) != SIZE_MAX;
+        pool_free(t->mine[i]);
+    }
+    return bad == 0 ? 0 : 3;
+}
+
+/* Pairs of 16-byte neighbours (p, p + 16, p 32-aligned) split between a and b. */
+static unsigned split_pairs(void *const *a, void *const *b)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < TURNS; i++)
+        for (unsigned j = 0; j < TURNS; j++)
+            n += ((uintptr_t)a[i] ^ (uintptr_t)b[j]) == 16;
+    return n;
+}
+
+START_TEST(test_neighbours_reclaimed)
+{
+    void **shared = mmap(NULL, 2 * TURNS * sizeof(void *), PROT_READ | PROT_WRITE,
+                         MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(shared, MAP_FAILED);
+    taker_t t[2];
+    pid_t pid[2];
+    for (unsigned k = 0; k < 2; k++) {
+        ck_assert_int_eq(pipe(t[k].go), 0);
+        ck_assert_int_eq(pipe(t[k].ready), 0);
+        t[k].mine = shared + k * TURNS;
+        t[k].salt = 100 + k;
+        pid[k] = spawn(taker_main, &t[k], NULL);
+    }
+    char c = 't';
+    for (unsigned i = 0; i < TURNS; i++)
+        for (unsigned k = 0; k < 2; k++) {
+            ck_assert_int_eq(write(t[k].go[1], &c, 1), 1);
+            ck_assert_int_eq(read(t[k].ready[0], &c, 1), 1);
+        }
+    /* The case this test is about must have happened. */
+    ck_assert_uint_ge(split_pairs(t[0].mine, t[1].mine), TURNS / 4);
+
+    kill(pid[0], SIGKILL);
+    assert_killed(pid[0], "the first taker");
+    pool_reap_report_t r;
+    size_t leaked = reap(pid[0], &r);
+    ck_assert_uint_eq(leaked, 0);
+    ck_assert_uint_eq(r.live, TURNS * 16);
+    ck_assert_int_eq(write(t[1].go[1], &c, 1), 1);
+    assert_exit0(pid[1], "the second taker (its objects were reclaimed?)");
+    leaked += reap(pid[1], NULL);
+    pool_test_assert_settled(leaked);
+    for (unsigned k = 0; k < 2; k++) {
+        close(t[k].go[0]);
+        close(t[k].go[1]);
+        close(t[k].ready[0]);
+        close(t[k].ready[1]);
+    }
+    munmap(shared, 2 * TURNS * sizeof(void *));
+}
+END_TEST
+
 /* pool_reap refuses a live process and a pid that holds no slot. */
 START_TEST(test_reap_refuses)
 {
@@ -464,6 +557,7 @@ Suite *make_crash_suite(void)
     if (!POOL_CONFIG_SPINLOCK) {
         tcase_add_test(tc, test_kill_anywhere_then_reap);
         tcase_add_test(tc, test_reap_refuses);
+        tcase_add_test(tc, test_neighbours_reclaimed);
         tcase_add_test(tc, test_adopted_block_survives);
         tcase_add_test(tc, test_stalled_lock_reported);
         tcase_add_test(tc, test_stats_show_reaps);
