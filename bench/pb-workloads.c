@@ -4,9 +4,12 @@
  * allocator functions and instantiated per allocator, so that each variant
  * calls its allocator directly (no pointer call the others do not pay):
  * `pool` calls pool_malloc/pool_free, `malloc` calls malloc/free (glibc or
- * whatever LD_PRELOAD put there), `none` calls a do-nothing allocator whose
- * cost callgrind.sh subtracts.  Random sizes come from a fixed-seed
- * generator, one stream per worker, the same for every allocator.
+ * whatever LD_PRELOAD put there), `region` bumps a pointer in this worker's
+ * region (pd_region_alloc, inlined as the server inlines it), frees
+ * nothing and resets the region at the end of every request, `none` calls
+ * a do-nothing allocator whose cost callgrind.sh subtracts.  Random sizes
+ * come from a fixed-seed generator, one stream per worker, the same for
+ * every allocator.
  */
 #include "config.h"
 
@@ -37,6 +40,7 @@ void pb_relax(unsigned *spins)
 typedef struct pb_ops_s {
     void *(*alloc)(size_t n);
     void (*release)(void *p);
+    void (*end_request)(void);  /* NULL: a request's end is its frees */
 } pb_ops_t;
 
 #define PB_INLINE static inline __attribute__((always_inline))
@@ -58,14 +62,48 @@ static uint64_t rng_seed(unsigned worker)
 }
 
 /* ------------------------------------------------------------------------ */
-/* fixed16                                                                   */
+/* Requests                                                                  */
 /* ------------------------------------------------------------------------ */
 
-PB_INLINE void fixed16_body(const pb_ops_t *ops, pb_ctx_t *c)
+/* A region frees nothing before the end of a request, so where it runs a
+ * workload, every arm runs it as requests: c->request blocks allocated
+ * (of `size` bytes, or 1..size at random), then all of them freed in
+ * allocation order, as a handler frees its objects — or, for the region,
+ * nothing freed and the region reset.  A count that is not a multiple of
+ * the request ends with a shorter one. */
+PB_INLINE void request_body(const pb_ops_t *ops, pb_ctx_t *c, size_t size, bool random)
 {
+    void **v = c->scratch;
+    uint64_t rng = rng_seed(c->worker);
+    c->t_begin = pb_now_ns();
+    for (uint64_t left = c->pairs; left > 0;) {
+        unsigned n = left < c->request ? (unsigned)left : c->request;
+        for (unsigned i = 0; i < n; i++) {
+            v[i] = ops->alloc(random ? 1 + rng_next(&rng) % size : size);
+            PB_ESCAPE(v[i]);
+        }
+        for (unsigned i = 0; i < n; i++)
+            ops->release(v[i]);
+        if (ops->end_request != NULL)
+            ops->end_request();
+        left -= n;
+    }
+    c->t_end = pb_now_ns();
+}
+
+/* ------------------------------------------------------------------------ */
+/* fixed16, fixed64                                                          */
+/* ------------------------------------------------------------------------ */
+
+PB_INLINE void fixed_body(const pb_ops_t *ops, pb_ctx_t *c, size_t size)
+{
+    if (c->request > 0) {
+        request_body(ops, c, size, false);
+        return;
+    }
     c->t_begin = pb_now_ns();
     for (uint64_t i = 0; i < c->pairs; i++) {
-        void *p = ops->alloc(16);
+        void *p = ops->alloc(size);
         PB_ESCAPE(p);
         ops->release(p);
     }
@@ -116,6 +154,10 @@ PB_INLINE void random_body(const pb_ops_t *ops, pb_ctx_t *c, size_t max)
 {
     void **v = c->scratch;
     uint64_t rng = rng_seed(c->worker);
+    if (c->request > 0) {
+        request_body(ops, c, max, true);
+        return;
+    }
     for (unsigned i = 0; i < RANDOM_SLOTS; i++) {
         v[i] = ops->alloc(1 + rng_next(&rng) % max);
         PB_ESCAPE(v[i]);
@@ -149,7 +191,8 @@ PB_INLINE void random_body(const pb_ops_t *ops, pb_ctx_t *c, size_t max)
  * = 3 h + 92 = 95 blocks (poold(8)).  Freed as the handler frees them: the
  * render buffer, then per node in insertion order its key, its value and
  * the node, then the bucket array.  The handler's copying, hashing and
- * rendering are not repeated: only the allocator is measured. */
+ * rendering are not repeated: only the allocator is measured.  A region
+ * frees nothing and is reset at the end of each request. */
 #define HEAVY_LINES 30
 #define HEAVY_FIELDS 1
 #define HEAVY_NODE 104
@@ -199,6 +242,8 @@ PB_INLINE void heavy_body(const pb_ops_t *ops, pb_ctx_t *c)
         for (unsigned i = 0; i < HEAVY_OBJECTS; i++)
             if (heavy_free_order[i] < n)
                 ops->release(obj[heavy_free_order[i]]);
+        if (ops->end_request != NULL)
+            ops->end_request();
         left -= n;
     }
     c->t_end = pb_now_ns();
@@ -375,45 +420,86 @@ static __attribute__((noinline)) void none_free(void *p)
     PB_ESCAPE(p);
 }
 
-static const pb_ops_t ops_pool = { pool_malloc, pool_free };
-static const pb_ops_t ops_malloc = { malloc, free };
-static const pb_ops_t ops_none = { none_malloc, none_free };
+/* The region arm's region: the worker's, set by the arm's entry (a
+ * thread-local, so that the allocator keeps malloc's signature and the
+ * body stays the same for every arm). */
+static __thread pd_region_t *pb_region;
+
+PB_INLINE void *region_malloc(size_t n)
+{
+    return pd_region_alloc(pb_region, n);
+}
+
+PB_INLINE void region_free(void *p)
+{
+    (void)p;
+}
+
+static void region_end_request(void)
+{
+    pd_region_reset(pb_region);
+}
+
+static const pb_ops_t ops_pool = { pool_malloc, pool_free, NULL };
+static const pb_ops_t ops_malloc = { malloc, free, NULL };
+static const pb_ops_t ops_region = { region_malloc, region_free, region_end_request };
+static const pb_ops_t ops_none = { none_malloc, none_free, NULL };
 
 #define PB_INSTANCE(name, call)                                              \
     static void name##_pool(pb_ctx_t *c) { call(&ops_pool, c); }             \
     static void name##_malloc(pb_ctx_t *c) { call(&ops_malloc, c); }         \
     static void name##_none(pb_ctx_t *c) { call(&ops_none, c); }
 
+/* Only the workloads that end in requests get a region arm. */
+#define PB_REGION_INSTANCE(name, call)                                       \
+    static void name##_region(pb_ctx_t *c)                                   \
+    {                                                                        \
+        pb_region = c->region;                                               \
+        call(&ops_region, c);                                                \
+    }
+
+#define fixed16_body(ops, c) fixed_body(ops, c, 16)
+#define fixed64_body(ops, c) fixed_body(ops, c, 64)
 #define random256_body(ops, c) random_body(ops, c, 256)
 #define random8k_body(ops, c) random_body(ops, c, 8192)
 
 PB_INSTANCE(fixed16, fixed16_body)
+PB_INSTANCE(fixed64, fixed64_body)
 PB_INSTANCE(batch, batch_body)
 PB_INSTANCE(random256, random256_body)
 PB_INSTANCE(random8k, random8k_body)
 PB_INSTANCE(heavy, heavy_body)
 PB_INSTANCE(pingpong, pingpong_body)
 
+PB_REGION_INSTANCE(fixed16, fixed16_body)
+PB_REGION_INSTANCE(fixed64, fixed64_body)
+PB_REGION_INSTANCE(random256, random256_body)
+PB_REGION_INSTANCE(random8k, random8k_body)
+PB_REGION_INSTANCE(heavy, heavy_body)
+
 /* frag touches what it gets: no `none` arm, whose one block is 2 KiB. */
 static void frag_pool(pb_ctx_t *c) { frag_body(&ops_pool, c); }
 static void frag_malloc(pb_ctx_t *c) { frag_body(&ops_malloc, c); }
 
-#define PB_ARMS(name) { name##_pool, name##_malloc, name##_none }
+#define PB_ARMS(name) { name##_pool, name##_malloc, NULL, name##_none }
+#define PB_ARMS_REGION(name) { name##_pool, name##_malloc, name##_region, name##_none }
 
 const pb_workload_t pb_workloads[] = {
     { "fixed16", "malloc(16) and free it, again and again",
-      PB_ARMS(fixed16), 5000000, 1, 1, false, false, true },
+      PB_ARMS_REGION(fixed16), 5000000, 1, 1, false, false, true, true },
+    { "fixed64", "malloc(64) and free it, again and again",
+      PB_ARMS_REGION(fixed64), 5000000, 1, 1, false, false, true, true },
     { "batch", "10,000 x 16 B allocated, then all freed (phases timed apart)",
-      PB_ARMS(batch), 10 * BATCH_BLOCKS, BATCH_BLOCKS, 1, true, false, true },
+      PB_ARMS(batch), 10 * BATCH_BLOCKS, BATCH_BLOCKS, 1, true, false, true, false },
     { "random256", "1,000 live blocks of 1-256 B, a random one replaced",
-      PB_ARMS(random256), 2000000, 1, 1, false, false, true },
+      PB_ARMS_REGION(random256), 2000000, 1, 1, false, false, true, true },
     { "random8k", "1,000 live blocks of 1 B-8 KiB, a random one replaced",
-      PB_ARMS(random8k), 1000000, 1, 1, false, false, true },
+      PB_ARMS_REGION(random8k), 1000000, 1, 1, false, false, true, true },
     { "heavy", "one /heavy request's 95 blocks (5 B-1 KiB), then all freed",
-      PB_ARMS(heavy), 95 * 20000, HEAVY_OBJECTS, 1, false, false, true },
+      PB_ARMS_REGION(heavy), 95 * 20000, HEAVY_OBJECTS, 1, false, false, true, false },
     { "pingpong", "blocks of 1-256 B allocated here, freed by the next worker",
-      PB_ARMS(pingpong), 1000000, 1, 2, false, false, false },
+      PB_ARMS(pingpong), 1000000, 1, 2, false, false, false, false },
     { "frag", "a churn of 16 B-512 KiB blocks, then memory held and a 10 MiB try",
-      { frag_pool, frag_malloc, NULL }, 200000, 1, 1, false, true, false },
+      { frag_pool, frag_malloc, NULL, NULL }, 200000, 1, 1, false, true, false, false },
 };
 const size_t pb_n_workloads = sizeof pb_workloads / sizeof pb_workloads[0];

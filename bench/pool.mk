@@ -4,6 +4,9 @@
 # an allocator under LD_PRELOAD) and its `pool` is called directly.
 
 noinst_PROGRAMS += bench/poolbench
-bench_poolbench_SOURCES = bench/poolbench.c bench/pb-workloads.c bench/poolbench.h
+# src/region.c, the server's per-request region, is compiled in as the region
+# arm: it needs nothing but the C library.
+bench_poolbench_SOURCES = bench/poolbench.c bench/pb-workloads.c bench/poolbench.h \
+	src/region.c src/region.h
 bench_poolbench_LDADD = shm/libshmpool_core.la
 EXTRA_DIST += bench/README.md bench/callgrind.sh bench/poolbench-all.sh bench/peers.sh

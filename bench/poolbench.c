@@ -2,8 +2,10 @@
  *
  * The workloads (pb-workloads.c) are compiled once per allocator: `pool`
  * calls pool_malloc/pool_free in an arena this process created, `malloc`
- * calls malloc/free (glibc or whatever LD_PRELOAD put there), `none` is the
- * same loop around an allocator that does nothing.  This file runs them:
+ * calls malloc/free (glibc or whatever LD_PRELOAD put there), `region`
+ * bumps a pointer in a per-worker region reset at the end of every request,
+ * `none` is the same loop around an allocator that does nothing.  This
+ * file runs them:
  * timed (N workers as processes sharing the arena, -P, or threads of one
  * process, -T; pinned; a barrier starts every run; R runs, the allocators
  * interleaved run by run; median and min-max), counted (--pairs N: exactly
@@ -31,14 +33,17 @@
 #include "poolbench.h"
 
 static const char *const pb_allocator_name[PB_N_ALLOCATORS] = {
-    "pool", "malloc", "none"
+    "pool", "malloc", "region", "none"
 };
 
 #define PB_MAX_WORKERS 64
 
 typedef struct pb_options_s {
     const pb_workload_t *workload;  /* NULL: all */
-    int allocator;                  /* -1: pool and malloc */
+    int alloc[PB_N_ALLOCATORS];     /* the arms, in the order given */
+    int nalloc;                     /* 0: pool and malloc (counted: malloc) */
+    unsigned request;               /* --request; 0: not given */
+    size_t region_block;            /* --region-block; 0: the region's default */
     uint64_t pairs;                 /* 0: timed mode */
     int runs;
     double scale;                   /* of every workload's pairs per run */
@@ -67,12 +72,13 @@ typedef struct pb_shared_s {
     pb_result_t result[];           /* [run][allocator][worker] */
 } pb_shared_t;
 
-/* One set of workers running one workload on one or two allocators. */
+/* One set of workers running one workload on up to every allocator. */
 typedef struct pb_cell_s {
     const pb_options_t *o;
     const pb_workload_t *w;
-    int alloc[2];
+    int alloc[PB_N_ALLOCATORS];
     int nalloc;
+    unsigned request;               /* allocations per request; 0: none */
     int nruns;                      /* the warm-up run 0, then o->runs */
     uint64_t pairs, warm_pairs;     /* per worker */
     pb_shared_t *sh;
@@ -85,10 +91,10 @@ static pb_result_t *result_at(const pb_cell_t *cell, int run, int k, unsigned wo
                              cell->o->workers + worker];
 }
 
-static bool cell_uses_pool(const pb_cell_t *cell)
+static bool cell_uses(const pb_cell_t *cell, int a)
 {
     for (int k = 0; k < cell->nalloc; k++)
-        if (cell->alloc[k] == PB_POOL)
+        if (cell->alloc[k] == a)
             return true;
     return false;
 }
@@ -142,6 +148,7 @@ static int pb_worker(const pb_cell_t *cell, unsigned i)
     pb_shared_t *sh = cell->sh;
     const pb_options_t *o = cell->o;
     bool attached = false;
+    pd_region_t *region = NULL;
     int rc = 1;
 
     pin(i);
@@ -152,7 +159,7 @@ static int pb_worker(const pb_cell_t *cell, unsigned i)
         atomic_store(&sh->failed, 1);
         scratch = NULL;
     }
-    if (o->processes && cell_uses_pool(cell)) {
+    if (o->processes && cell_uses(cell, PB_POOL)) {
         int e = pool_attach();
         if (e != 0) {
             fprintf(stderr, "poolbench: worker %u cannot attach to the arena: %s\n", i,
@@ -161,6 +168,13 @@ static int pb_worker(const pb_cell_t *cell, unsigned i)
         } else {
             attached = true;
         }
+    }
+    /* Each worker its own region, as each connection has its own in the
+     * server; its first block comes from this worker's malloc. */
+    if (cell_uses(cell, PB_REGION) && (region = pd_region_create(o->region_block)) == NULL) {
+        fprintf(stderr, "poolbench: worker %u cannot create its region: %s\n", i,
+                strerror(errno));
+        atomic_store(&sh->failed, 1);
     }
     pthread_barrier_wait(&sh->start);
     if (atomic_load(&sh->failed))
@@ -171,6 +185,8 @@ static int pb_worker(const pb_cell_t *cell, unsigned i)
                 .worker = i,
                 .pairs = r == 0 ? cell->warm_pairs : cell->pairs,
                 .seq = (uint64_t)(r * cell->nalloc + k + 1),
+                .request = cell->request,
+                .region = region,
                 .scratch = scratch,
                 .in = &sh->ring[(i + o->workers - 1) % o->workers],
                 .out = &sh->ring[i],
@@ -190,6 +206,7 @@ static int pb_worker(const pb_cell_t *cell, unsigned i)
         }
     rc = 0;
 out:
+    pd_region_destroy(region);
     if (attached)
         pool_detach();
     if (scratch != NULL)
@@ -405,12 +422,34 @@ static const char *arm_name(const pb_options_t *o, int a)
     return a == PB_MALLOC && o->label != NULL ? o->label : pb_allocator_name[a];
 }
 
+/* Allocations per request as the output gives them: the cell's cut, or
+ * heavy's own 95 (a workload that has a region arm but is not cut is a
+ * request in itself); 0 where there are no requests. */
+static unsigned per_request(const pb_cell_t *cell)
+{
+    if (cell->request > 0)
+        return cell->request;
+    const pb_workload_t *w = cell->w;
+    return !w->requests && w->loop[PB_REGION] != NULL ? (unsigned)w->round : 0;
+}
+
+/* The workload as the tables name it: "fixed16/r100" when it was cut into
+ * requests of 100 allocations, so that the two shapes are never mixed up. */
+static const char *shape_name(const pb_cell_t *cell)
+{
+    static char buf[64];
+    if (cell->request == 0)
+        return cell->w->name;
+    snprintf(buf, sizeof buf, "%s/r%u", cell->w->name, cell->request);
+    return buf;
+}
+
 static void print_header(const pb_options_t *o)
 {
     const char *preload = getenv("LD_PRELOAD");
     if (o->csv) {
         printf("workload,phase,allocator,ld_preload,mode,workers,runs,pairs_per_worker,"
-               "median_ns,min_ns,max_ns,wall_ms,faults_per_kpair,ratio_to_malloc,rss_kb,pss_kb,"
+               "request,median_ns,min_ns,max_ns,wall_ms,faults_per_kpair,ratio_to_malloc,rss_kb,pss_kb,"
                "pss_shmem_kb,rss_shmem_kb,big_10mib,note\n");
     } else if (o->markdown) {
         printf("| workload | phase | allocator | workers | ns/pair | min–max | wall ms | "
@@ -420,6 +459,12 @@ static void print_header(const pb_options_t *o)
         printf("poolbench: %s %u, %d runs per cell, ns per malloc+free pair per worker, "
                "median (min-max); malloc is %s\n", o->processes ? "-P" : "-T", o->workers,
                o->runs, preload != NULL && *preload ? preload : "glibc");
+        for (int k = 0; k < o->nalloc; k++)
+            if (o->alloc[k] == PB_REGION)
+                printf("poolbench: region blocks of %zu B from malloc, reset after every "
+                       "request; NAME/rN: NAME cut into requests of N allocations for "
+                       "every arm\n", o->region_block ? o->region_block
+                                                     : (size_t)PD_REGION_BLOCK_DEFAULT);
     }
 }
 
@@ -434,8 +479,12 @@ static void print_row(const pb_cell_t *cell, int a, const char *phase, const pb_
     snprintf(mode, sizeof mode, "%s%u", o->processes ? "P" : "T", o->workers);
 
     if (o->csv) {
-        printf("%s,%s,%s,%s,%s,%u,%d,%" PRIu64 ",", cell->w->name, phase, arm_name(o, a),
-               a == PB_MALLOC && preload ? preload : "", mode, o->workers, o->runs, cell->pairs);
+        printf("%s,%s,%s,%s,%s,%u,%d,%" PRIu64 ",", shape_name(cell), phase, arm_name(o, a),
+               a != PB_POOL && a != PB_NONE && preload ? preload : "", mode, o->workers,
+               o->runs, cell->pairs);
+        if (per_request(cell) > 0)
+            printf("%u", per_request(cell));
+        printf(",");
         if (s != NULL)
             printf("%.2f,%.2f,%.2f,%.1f,%.2f,", s->median, s->min, s->max, s->wall_ms,
                    s->faults_per_kpair);
@@ -450,7 +499,7 @@ static void print_row(const pb_cell_t *cell, int a, const char *phase, const pb_
             printf(",,,,,,");
         printf("%s\n", note != NULL ? note : "");
     } else if (o->markdown) {
-        printf("| %s | %s | %s | %s %u | ", cell->w->name, phase, arm_name(o, a),
+        printf("| %s | %s | %s | %s %u | ", shape_name(cell), phase, arm_name(o, a),
                o->processes ? "-P" : "-T", o->workers);
         if (s != NULL)
             printf("%.2f | %.2f–%.2f | %.1f | %.2f | ", s->median, s->min, s->max,
@@ -465,7 +514,7 @@ static void print_row(const pb_cell_t *cell, int a, const char *phase, const pb_
         else
             printf(" | | | | |\n");
     } else {
-        printf("  %-9s %-6s %-8s ", cell->w->name, phase, arm_name(o, a));
+        printf("  %-14s %-6s %-8s ", shape_name(cell), phase, arm_name(o, a));
         if (s == NULL) {
             printf("skipped: %s\n", note);
             return;
@@ -488,7 +537,7 @@ static void print_cell(const pb_cell_t *cell)
     int nphase = cell->w->phases ? 3 : 1;
 
     for (int ph = -1; ph < nphase - 1; ph++) {
-        pb_summary_t s[2];
+        pb_summary_t s[PB_N_ALLOCATORS];
         for (int k = 0; k < cell->nalloc; k++)
             s[k] = summarise(cell, k, ph);
         int mk = -1;
@@ -496,7 +545,7 @@ static void print_cell(const pb_cell_t *cell)
             if (cell->alloc[k] == PB_MALLOC)
                 mk = k;
         for (int k = 0; k < cell->nalloc; k++) {
-            double ratio = mk >= 0 && cell->nalloc == 2 ? s[k].median / s[mk].median : 0;
+            double ratio = mk >= 0 && cell->nalloc >= 2 ? s[k].median / s[mk].median : 0;
             pb_mem_t m;
             if (cell->w->memory)
                 m = memory_of(cell, k);
@@ -510,7 +559,7 @@ static void print_cell(const pb_cell_t *cell)
  * a number. */
 static void print_skip(const pb_cell_t *cell, int a, const char *why)
 {
-    fprintf(stderr, "poolbench: %s with %s at %s %u skipped: %s\n", cell->w->name,
+    fprintf(stderr, "poolbench: %s with %s at %s %u skipped: %s\n", shape_name(cell),
             arm_name(cell->o, a), cell->o->processes ? "-P" : "-T", cell->o->workers, why);
     print_row(cell, a, "all", NULL, 0, NULL, why);
 }
@@ -544,11 +593,24 @@ static int pb_pool_ready(bool attach)
 /* Timed mode                                                                */
 /* ------------------------------------------------------------------------ */
 
-static uint64_t scaled(const pb_workload_t *w, double f)
+/* A workload's pairs per run times f, in whole rounds (whole requests). */
+static uint64_t scaled(const pb_workload_t *w, uint64_t round, double f)
 {
     uint64_t n = (uint64_t)((double)w->timed_pairs * f);
-    n -= n % w->round;
-    return n < w->round ? w->round : n;
+    n -= n % round;
+    return n < round ? round : n;
+}
+
+/* Where the workload can be cut into requests: --request N, or the
+ * default when a region runs it (a region frees only at a request's end,
+ * and the other arms must then do the same to be compared with it). */
+static unsigned request_of(const pb_options_t *o, const pb_workload_t *w, bool region)
+{
+    if (!w->requests)
+        return 0;
+    if (o->request > 0)
+        return o->request;
+    return region ? PB_REQUEST_DEFAULT : 0;
 }
 
 /* Run one workload on the allocators in alloc[] together (run k of each
@@ -556,12 +618,20 @@ static uint64_t scaled(const pb_workload_t *w, double f)
 static int timed_cell(const pb_options_t *o, const pb_workload_t *w, const int *alloc, int n)
 {
     pb_cell_t cell = { .o = o, .w = w, .nruns = o->runs + 1 };
-    cell.pairs = scaled(w, o->scale);
-    cell.warm_pairs = scaled(w, o->scale / 10);
+    bool region = false;
+    for (int k = 0; k < n; k++)
+        region |= alloc[k] == PB_REGION && w->loop[PB_REGION] != NULL;
+    cell.request = request_of(o, w, region);
+    uint64_t round = cell.request > 0 ? cell.request : w->round;
+    cell.pairs = scaled(w, round, o->scale);
+    cell.warm_pairs = scaled(w, round, o->scale / 10);
 
     for (int k = 0; k < n; k++) {
         const char *why = NULL;
-        if (w->loop[alloc[k]] == NULL)
+        if (w->loop[alloc[k]] == NULL && alloc[k] == PB_REGION)
+            why = "a region frees only at a request's end; this workload frees blocks "
+                  "one by one";
+        else if (w->loop[alloc[k]] == NULL)
             why = "this workload has no such arm";
         else if (o->workers < w->min_workers)
             why = "needs at least 2 workers (blocks go from one to another)";
@@ -576,7 +646,7 @@ static int timed_cell(const pb_options_t *o, const pb_workload_t *w, const int *
     }
     if (cell.nalloc == 0)
         return 0;
-    if (cell_uses_pool(&cell) && pb_pool_ready(!o->processes) != 0)
+    if (cell_uses(&cell, PB_POOL) && pb_pool_ready(!o->processes) != 0)
         return 1;
     int rc = run_cell(&cell);
     if (rc == 0)
@@ -590,13 +660,9 @@ static int timed_cell(const pb_options_t *o, const pb_workload_t *w, const int *
 
 static int pb_timed(const pb_options_t *o)
 {
-    int alloc[2], n = 0;
-    if (o->allocator >= 0) {
-        alloc[n++] = o->allocator;
-    } else {
-        alloc[n++] = PB_POOL;
-        alloc[n++] = PB_MALLOC;
-    }
+    static const int both[] = { PB_POOL, PB_MALLOC };
+    const int *alloc = o->nalloc > 0 ? o->alloc : both;
+    int n = o->nalloc > 0 ? o->nalloc : 2;
     print_header(o);
     int rc = 0;
     for (size_t wi = 0; wi < pb_n_workloads; wi++) {
@@ -622,11 +688,12 @@ static int pb_timed(const pb_options_t *o)
 /* --pairs: exactly o->pairs pairs in this thread and one line. */
 static int pb_counted(const pb_options_t *o)
 {
-    int a = o->allocator >= 0 ? o->allocator : PB_MALLOC;
+    int a = o->nalloc > 0 ? o->alloc[0] : PB_MALLOC;
     const pb_workload_t *w = o->workload;
     if (!w->counted || w->loop[a] == NULL) {
-        fprintf(stderr, "poolbench: --pairs does not run %s (it needs workers or "
-                "measures memory)\n", w->name);
+        fprintf(stderr, "poolbench: --pairs does not run %s%s\n", w->name,
+                a == PB_REGION ? " on a region (it frees blocks one by one)"
+                               : " (it needs workers or measures memory)");
         return 2;
     }
     if (a == PB_POOL && pb_pool_ready(true) != 0)
@@ -637,10 +704,20 @@ static int pb_counted(const pb_options_t *o)
         fprintf(stderr, "poolbench: mmap: %s\n", strerror(errno));
         return 1;
     }
-    pb_ctx_t c = { .pairs = o->pairs, .seq = 1, .scratch = scratch };
+    pb_ctx_t c = { .pairs = o->pairs, .seq = 1, .scratch = scratch,
+                   .request = request_of(o, w, a == PB_REGION) };
+    if (a == PB_REGION && (c.region = pd_region_create(o->region_block)) == NULL) {
+        fprintf(stderr, "poolbench: cannot create a region: %s\n", strerror(errno));
+        munmap(scratch, PB_SCRATCH_SLOTS * sizeof(void *));
+        return 1;
+    }
     w->loop[a](&c);
+    pd_region_destroy(c.region);
     munmap(scratch, PB_SCRATCH_SLOTS * sizeof(void *));
-    printf("poolbench: %s %s %" PRIu64 " pairs\n", w->name, pb_allocator_name[a], o->pairs);
+    printf("poolbench: %s %s %" PRIu64 " pairs", w->name, pb_allocator_name[a], o->pairs);
+    if (c.request > 0)
+        printf(" in requests of %u", c.request);
+    printf("\n");
     return 0;
 }
 
@@ -744,7 +821,7 @@ static int pb_stats(const pb_options_t *o)
                 "--enable-pool-stats\n");
         return 2;
     }
-    if (o->allocator >= 0 && o->allocator != PB_POOL) {
+    if (o->nalloc > 1 || (o->nalloc == 1 && o->alloc[0] != PB_POOL)) {
         fprintf(stderr, "poolbench: --stats reads the pool's counters: --allocator pool "
                 "only\n");
         return 2;
@@ -762,8 +839,10 @@ static int pb_stats(const pb_options_t *o)
         }
         pb_options_t once = *o;
         once.runs = 0;
-        pb_cell_t cell = { .o = &once, .w = w, .alloc = { PB_POOL }, .nalloc = 1, .nruns = 1 };
-        cell.pairs = cell.warm_pairs = scaled(w, o->scale);
+        pb_cell_t cell = { .o = &once, .w = w, .alloc = { PB_POOL }, .nalloc = 1, .nruns = 1,
+                           .request = request_of(o, w, false) };
+        cell.pairs = cell.warm_pairs =
+            scaled(w, cell.request > 0 ? cell.request : w->round, o->scale);
         static pb_counters_t before, after;
         if (counters_read(&before) != 0)
             return 1;
@@ -785,13 +864,15 @@ static int pb_stats(const pb_options_t *o)
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: poolbench [--workload NAME] [--allocator pool|malloc|none]\n"
+            "usage: poolbench [--workload NAME] [--allocator ARM[,ARM...]]\n"
             "                 [-P N | -T N] [--runs R] [--scale F] [--label NAME]\n"
-            "                 [--csv | --markdown]\n"
-            "       poolbench --workload NAME --pairs N [--allocator pool|malloc|none]\n"
-            "       poolbench --stats [--workload NAME] [-P N | -T N] [--scale F]\n"
+            "                 [--request N] [--region-block BYTES] [--csv | --markdown]\n"
+            "       poolbench --workload NAME --pairs N [--allocator ARM] [--request N]\n"
+            "                 [--region-block BYTES]\n"
+            "       poolbench --stats [--workload NAME] [-P N | -T N] [--scale F] [--request N]\n"
             "\n"
-            "Timed mode (no --pairs): pool and malloc, or only --allocator, each R\n"
+            "ARM is pool, malloc, region or none.\n"
+            "Timed mode (no --pairs): pool and malloc, or the --allocator list, each R\n"
             "times (default 5) after a warm-up, in N worker processes sharing the\n"
             "arena (-P N) or N threads (-T N; default -T 1), worker i pinned to CPU\n"
             "i mod the online CPUs; ns per malloc+free pair per worker as median\n"
@@ -803,8 +884,16 @@ static void usage(FILE *out)
             "--stats (a build configured with --enable-pool-stats, never timed): each\n"
             "workload once on the pool, then its per-class counters.\n"
             "'malloc' is glibc unless LD_PRELOAD puts another allocator there;\n"
-            "'none' is the loop around a do-nothing allocator.\n"
-            "\nworkloads:\n");
+            "'region' bumps a pointer in a region per worker (blocks of --region-block\n"
+            "bytes, default %d, from malloc), frees nothing, and is reset at the end\n"
+            "of every request; 'none' is the loop around a do-nothing allocator.\n"
+            "--request N cuts fixed16, fixed64, random256 and random8k into requests\n"
+            "of N allocations (1 to %d) for every arm: N allocated, then all freed\n"
+            "(the region: reset).  A region needs requests, so with region among the\n"
+            "arms these workloads are cut into requests of %d unless --request says\n"
+            "otherwise; heavy is one request of 95 allocations either way.  Such rows\n"
+            "name the workload NAME/rN.\n"
+            "\nworkloads:\n", PD_REGION_BLOCK_DEFAULT, PB_SCRATCH_SLOTS, PB_REQUEST_DEFAULT);
     for (size_t i = 0; i < pb_n_workloads; i++)
         fprintf(out, "  %-10s %s\n", pb_workloads[i].name, pb_workloads[i].what);
 }
@@ -822,6 +911,43 @@ static bool parse_count(const char *s, uint64_t max, uint64_t *out)
     return true;
 }
 
+/* --allocator: a comma-separated list of arms, each at most once. */
+static int parse_arms(const char *arg, pb_options_t *o)
+{
+    char buf[128];
+    if (strlen(arg) >= sizeof buf) {
+        fprintf(stderr, "poolbench: --allocator takes pool, malloc, region and none, "
+                "comma-separated\n");
+        return -1;
+    }
+    strcpy(buf, arg);
+    o->nalloc = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t != NULL;
+         t = strtok_r(NULL, ",", &save)) {
+        int a = -1;
+        for (int i = 0; i < PB_N_ALLOCATORS; i++)
+            if (strcmp(t, pb_allocator_name[i]) == 0)
+                a = i;
+        if (a < 0) {
+            fprintf(stderr, "poolbench: --allocator takes pool, malloc, region or none, "
+                    "not '%s'\n", t);
+            return -1;
+        }
+        for (int k = 0; k < o->nalloc; k++)
+            if (o->alloc[k] == a) {
+                fprintf(stderr, "poolbench: --allocator names %s twice\n", t);
+                return -1;
+            }
+        o->alloc[o->nalloc++] = a;
+    }
+    if (o->nalloc == 0) {
+        fprintf(stderr, "poolbench: --allocator needs at least one of pool, malloc, "
+                "region, none\n");
+        return -1;
+    }
+    return 0;
+}
+
 /* A program that preloads libshmpool.so in SHMPOOL_MODE=process gives its
  * forked children a private copy of the arena (libshmpool(7)), so their
  * malloc is no longer the pool. */
@@ -830,6 +956,18 @@ static bool preload_pool_copies(void)
     const char *pre = getenv("LD_PRELOAD"), *mode = getenv("SHMPOOL_MODE");
     return pre != NULL && strstr(pre, "libshmpool") != NULL && mode != NULL &&
            strcmp(mode, "process") == 0;
+}
+
+/* Whether an arm of o takes memory from malloc: malloc itself, and the
+ * region, whose blocks come from it. */
+static bool uses_malloc(const pb_options_t *o)
+{
+    if (o->nalloc == 0)
+        return true;
+    for (int k = 0; k < o->nalloc; k++)
+        if (o->alloc[k] == PB_MALLOC || o->alloc[k] == PB_REGION)
+            return true;
+    return false;
 }
 
 int main(int argc, char **argv)
@@ -841,13 +979,15 @@ int main(int argc, char **argv)
         { "runs", required_argument, NULL, 'r' },
         { "scale", required_argument, NULL, 's' },
         { "label", required_argument, NULL, 'l' },
+        { "request", required_argument, NULL, 'q' },
+        { "region-block", required_argument, NULL, 'B' },
         { "csv", no_argument, NULL, 'c' },
         { "markdown", no_argument, NULL, 'm' },
         { "stats", no_argument, NULL, 'S' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    pb_options_t o = { .allocator = -1, .runs = 5, .scale = 1.0, .workers = 1 };
+    pb_options_t o = { .runs = 5, .scale = 1.0, .workers = 1 };
     bool counted_workers = false;
     uint64_t v;
     char *end;
@@ -874,15 +1014,24 @@ int main(int argc, char **argv)
             }
             break;
         case 'a':
-            o.allocator = -1;
-            for (int i = 0; i < PB_N_ALLOCATORS; i++)
-                if (strcmp(optarg, pb_allocator_name[i]) == 0)
-                    o.allocator = i;
-            if (o.allocator < 0) {
-                fprintf(stderr, "poolbench: --allocator takes pool, malloc or "
-                        "none, not '%s'\n", optarg);
+            if (parse_arms(optarg, &o) != 0)
+                return 2;
+            break;
+        case 'q':
+            if (!parse_count(optarg, PB_SCRATCH_SLOTS, &v)) {
+                fprintf(stderr, "poolbench: --request takes a count of allocations from 1 "
+                        "to %d, not '%s'\n", PB_SCRATCH_SLOTS, optarg);
                 return 2;
             }
+            o.request = (unsigned)v;
+            break;
+        case 'B':
+            if (!parse_count(optarg, UINT64_C(1) << 30, &v)) {
+                fprintf(stderr, "poolbench: --region-block takes a size in bytes from 1 "
+                        "to 2^30, not '%s'\n", optarg);
+                return 2;
+            }
+            o.region_block = (size_t)v;
             break;
         case 'r':
             if (!parse_count(optarg, 1000, &v)) {
@@ -953,6 +1102,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "poolbench: --csv and --markdown exclude each other\n");
         return 2;
     }
+    if (o.request > 0 && o.workload != NULL && !o.workload->requests) {
+        fprintf(stderr, "poolbench: --request cuts fixed16, fixed64, random256 and random8k "
+                "into requests, not %s\n", o.workload->name);
+        return 2;
+    }
     pb_workloads_init();
     if (o.pairs > 0) {
         if (o.workload == NULL) {
@@ -964,11 +1118,16 @@ int main(int argc, char **argv)
                     "--stats\n");
             return 2;
         }
+        if (o.nalloc > 1) {
+            fprintf(stderr, "poolbench: --pairs counts one allocator\n");
+            return 2;
+        }
         return pb_counted(&o);
     }
-    if (o.processes && o.allocator != PB_POOL && preload_pool_copies()) {
+    if (o.processes && preload_pool_copies() && uses_malloc(&o)) {
         fprintf(stderr, "poolbench: under SHMPOOL_MODE=process the -P children copy the "
-                "arena and leave the pool; use --allocator pool for -P\n");
+                "arena and leave the pool; use --allocator pool for -P (a region's "
+                "blocks come from malloc too)\n");
         return 2;
     }
     if (o.stats)

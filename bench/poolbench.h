@@ -11,7 +11,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { PB_POOL, PB_MALLOC, PB_NONE, PB_N_ALLOCATORS };
+#include "region.h"
+
+/* The allocators a workload runs on: the pool called directly, the
+ * process's malloc, a per-request region (src/region.c, its blocks from
+ * that malloc), and nothing (the loop's own cost). */
+enum { PB_POOL, PB_MALLOC, PB_REGION, PB_NONE, PB_N_ALLOCATORS };
+
+/* Allocations per request when a region runs a workload that has no
+ * request of its own and --request does not say. */
+#define PB_REQUEST_DEFAULT 100
 
 /* An empty asm that takes the pointer: the compiler must assume it is used,
  * so it can neither drop a malloc/free pair nor merge iterations. */
@@ -44,6 +53,9 @@ typedef struct pb_ctx_s {
     unsigned worker;            /* 0 .. workers-1: picks the random stream */
     uint64_t pairs;             /* malloc+free pairs this run */
     uint64_t seq;               /* this run's number, from 1, same in every worker */
+    unsigned request;           /* allocations per request, then all freed or the
+                                   region reset; 0: the workload's own shape */
+    pd_region_t *region;        /* the region arm: this worker's own region */
     void **scratch;             /* bookkeeping array, never from an allocator
                                    under test: PB_SCRATCH_SLOTS pointers */
     pb_ring_t *in, *out;        /* pingpong: from the previous worker, to the next */
@@ -54,6 +66,7 @@ typedef struct pb_ctx_s {
     pb_mem_t mem;               /* frag, when measure */
 } pb_ctx_t;
 
+/* Also the largest request (--request). */
 #define PB_SCRATCH_SLOTS 16384
 
 typedef void (*pb_loop_fn)(pb_ctx_t *c);
@@ -68,6 +81,8 @@ typedef struct pb_workload_s {
     bool phases;                        /* batch: malloc and free timed apart */
     bool memory;                        /* frag: reports pb_mem_t */
     bool counted;                       /* --pairs runs it in one thread */
+    bool requests;                      /* --request N cuts it into requests of N
+                                           allocations (heavy has its own: 95) */
 } pb_workload_t;
 
 /* The workloads, in the order --help and the tables list them. */
