@@ -166,9 +166,13 @@ typedef struct pool_reap_report_s {
 POOL_API int pool_reap(pid_t pid, pool_reap_report_t *out);
 
 /* Take and release every pool lock, so that a lock whose holder died is
- * repaired now rather than at the next allocation.  Returns how many locks
- * were recovered. */
-POOL_API unsigned pool_repair(void);
+ * repaired now rather than at the next allocation; *recovered (when not
+ * NULL) gets how many were.  Returns 0; EAGAIN if some lock stayed held by
+ * a live process for 200 ms (a stuck holder: the other locks were still
+ * repaired; call again once the holder is gone); ENOENT without an arena.
+ * Unlike this call, allocations and pool_detach() wait for a stuck holder
+ * as for any mutex: pool_lock_stalled() is how a supervisor finds it. */
+POOL_API int pool_repair(unsigned *recovered);
 
 /* The pid of a process that has held a pool lock for at least min_ms
  * milliseconds, or 0.  Read without locks: a watchdog's hint (confirm the

@@ -30,16 +30,23 @@ void pool_lock_all_(pool_arena_t *a)
         pool_lock_(a, &a->central[cls].lock, POOL_LOCK_CENTRAL, cls);
 }
 
+/* The CLOCK_REALTIME instant ms milliseconds from now, as the mutexes want it. */
+static struct timespec deadline_in(unsigned ms)
+{
+    struct timespec d;
+    clock_gettime(CLOCK_REALTIME, &d);
+    d.tv_sec += ms / 1000;
+    d.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (d.tv_nsec >= 1000000000L) {
+        d.tv_sec++;
+        d.tv_nsec -= 1000000000L;
+    }
+    return d;
+}
+
 bool pool_lock_all_timed_(pool_arena_t *a, unsigned ms)
 {
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += ms / 1000;
-    deadline.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    struct timespec deadline = deadline_in(ms);
     if (!pool_lock_timed_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0, &deadline))
         return false;
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
@@ -60,15 +67,33 @@ void pool_unlock_all_(pool_arena_t *a)
     pool_unlock_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0);
 }
 
-unsigned pool_repair(void)
+/* Take and release one lock by the deadline; false if a live holder kept it. */
+static bool repair_one(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsigned arg,
+                       const struct timespec *deadline)
+{
+    if (!pool_lock_timed_(a, l, kind, arg, deadline))
+        return false;
+    pool_unlock_(a, l, kind, arg);
+    return true;
+}
+
+int pool_repair(unsigned *recovered)
 {
     pool_arena_t *a = &pool_arena_;
+    if (recovered != NULL)
+        *recovered = 0;
     if (a->hdr == NULL)
-        return 0;
+        return ENOENT;
     uint64_t before = pool_atomic_load_relaxed(&a->crash->xrecoveries);
-    pool_lock_all_(a);
-    pool_unlock_all_(a);
-    return (unsigned)(pool_atomic_load_relaxed(&a->crash->xrecoveries) - before);
+    /* One deadline for all: past it, a free lock is still taken at once,
+     * and a held one is given up without waiting again. */
+    struct timespec deadline = deadline_in(POOL_REAP_WAIT_MS);
+    bool stuck = !repair_one(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0, &deadline);
+    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
+        stuck |= !repair_one(a, &a->central[cls].lock, POOL_LOCK_CENTRAL, cls, &deadline);
+    if (recovered != NULL)
+        *recovered = (unsigned)(pool_atomic_load_relaxed(&a->crash->xrecoveries) - before);
+    return stuck ? EAGAIN : 0;
 }
 
 pid_t pool_lock_stalled(unsigned min_ms)

@@ -494,7 +494,8 @@ START_TEST(test_adopted_block_survives)
 END_TEST
 
 /* The watchdog's view: a lock held by a stopped process is reported with
- * its pid; once that process is killed, one pool_repair() recovers it. */
+ * its pid, and pool_repair() gives up on it rather than hang; once that
+ * process is killed, one pool_repair() recovers it. */
 static int stuck_main(void *arg)
 {
     pool_arena_t *a = &pool_arena_;
@@ -514,9 +515,13 @@ START_TEST(test_stalled_lock_reported)
         seen = pool_lock_stalled(100);
     }
     ck_assert_int_eq(seen, stuck);
+    unsigned recovered = 99;
+    ck_assert_int_eq(pool_repair(&recovered), EAGAIN);
+    ck_assert_uint_eq(recovered, 0);
     kill(stuck, SIGKILL);
     assert_killed(stuck, "the stuck holder");
-    ck_assert_uint_eq(pool_repair(), 1);
+    ck_assert_int_eq(pool_repair(&recovered), 0);
+    ck_assert_uint_eq(recovered, 1);
     ck_assert_int_eq(pool_lock_stalled(0), 0);
     reap(stuck, NULL);
     pool_test_assert_settled(0);
