@@ -15,6 +15,10 @@
 
 #include "region.h"
 
+/* Larger requests fail at once, as malloc fails anything over PTRDIFF_MAX;
+ * below it, rounding and headers cannot overflow. */
+#define PD_REGION_MAX ((size_t)PTRDIFF_MAX - 64)
+
 #define PD_REGION_ROUND(n) (((n) + (PD_REGION_ALIGN - 1)) & ~(size_t)(PD_REGION_ALIGN - 1))
 
 _Static_assert(alignof(max_align_t) >= PD_REGION_ALIGN,
@@ -50,7 +54,7 @@ pd_region_t *pd_region_create(size_t block_size)
         block_size = PD_REGION_BLOCK_DEFAULT;
     else if (block_size < PD_REGION_BLOCK_MIN)
         block_size = PD_REGION_BLOCK_MIN;
-    if (block_size > SIZE_MAX - (PD_REGION_ALIGN - 1)) {
+    if (block_size > PD_REGION_MAX) {
         errno = ENOMEM;
         return NULL;
     }
@@ -71,16 +75,10 @@ pd_region_t *pd_region_create(size_t block_size)
     return r;
 }
 
-/* A chunk of its own for need bytes (already rounded). */
+/* A chunk of its own for need bytes (rounded, at most PD_REGION_MAX). */
 static void *pd_region_alloc_large(pd_region_t *r, size_t need)
 {
-    pd_region_large_t *l;
-
-    if (need > SIZE_MAX - PD_REGION_LARGE_HEAD) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    l = malloc(PD_REGION_LARGE_HEAD + need);
+    pd_region_large_t *l = malloc(PD_REGION_LARGE_HEAD + need);
     if (l == NULL) {
         errno = ENOMEM;
         return NULL;
@@ -99,7 +97,7 @@ void *pd_region_alloc_slow(pd_region_t *r, size_t n)
     size_t need;
     char *p;
 
-    if (n > SIZE_MAX - (PD_REGION_ALIGN - 1)) {
+    if (n > PD_REGION_MAX) {
         errno = ENOMEM;
         return NULL;
     }

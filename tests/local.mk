@@ -1,5 +1,6 @@
-# Tests.  Three Check programs and a few scripts, all run by `make check`:
+# Tests.  Four Check programs and a few scripts, all run by `make check`:
 #   tests/check_poold     the server: unit suites and end-to-end over sockets
+#   tests/check_region    the per-request region, alone (and under valgrind)
 #   tests/check_pool      the pool's tiers, linked without the override
 #   tests/check_override  malloc's contract, linked with the override
 # The end-to-end tests find the binaries through the environment below.
@@ -10,6 +11,7 @@ AM_TESTS_ENVIRONMENT = \
 	TESTS_BUILDDIR='$(abs_top_builddir)/tests'; export TESTS_BUILDDIR; \
 	top_srcdir='$(abs_top_srcdir)'; export top_srcdir; \
 	MANDOC='$(MANDOC)'; export MANDOC; \
+	VALGRIND='$(VALGRIND)'; export VALGRIND; \
 	CK_DEFAULT_TIMEOUT=60; export CK_DEFAULT_TIMEOUT;
 
 TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBEVENT_CFLAGS)
