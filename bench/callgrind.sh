@@ -14,31 +14,44 @@
 # Allocators: pool (libshmpool.so, SHMPOOL_MODE=process), glibc, and
 # jemalloc, tcmalloc (the minimal library) and mimalloc from their Debian
 # packages, all through the same poolbench binary's `malloc`; pool-direct is
-# poolbench calling pool_malloc/pool_free itself, without the override.
+# poolbench calling pool_malloc/pool_free itself, without the override;
+# region is poolbench's per-request region (blocks of 4 KiB from glibc),
+# region-64k the same with 64 KiB blocks.
+#
+# Requests: a region frees only at the end of a request, so when one is
+# listed, fixed16, fixed64, random256 and random8k are cut into requests of
+# N allocations (-r, default 100) for every allocator, the loop included:
+# N allocated, then all freed, or the region reset.  Their columns are then
+# headed NAME/rN.  heavy is one /heavy request (95 allocations) either way.
 set -eu
 
 usage() {
     cat <<EOF
 usage: callgrind.sh [-b BUILDDIR] [-w "WORKLOAD ..."] [-a "ALLOCATOR ..."] [-n N1] [-N N2]
-  workloads:  fixed16 batch random256 random8k heavy (default: fixed16 heavy)
-  allocators: pool pool-direct glibc jemalloc tcmalloc mimalloc
-              (default: pool glibc jemalloc tcmalloc mimalloc pool-direct)
+                    [-r N]
+  workloads:  fixed16 fixed64 batch random256 random8k heavy (default: fixed16 heavy)
+  allocators: region region-64k pool pool-direct glibc jemalloc tcmalloc mimalloc
+              (default: region pool glibc jemalloc tcmalloc mimalloc pool-direct)
   N1, N2:     pair counts (default 95000 and 760000, whole heavy rounds)
+  N:          allocations per request for fixed16, fixed64, random256 and random8k
+              (default 100 when a region is listed; 0: their plain loops, no region)
 EOF
 }
 
 build=.
 workloads="fixed16 heavy"
-allocators="pool glibc jemalloc tcmalloc mimalloc pool-direct"
+allocators="region pool glibc jemalloc tcmalloc mimalloc pool-direct"
 n1=95000
 n2=760000
-while getopts b:w:a:n:N:h opt; do
+request=
+while getopts b:w:a:n:N:r:h opt; do
     case $opt in
     b) build=$OPTARG ;;
     w) workloads=$OPTARG ;;
     a) allocators=$OPTARG ;;
     n) n1=$OPTARG ;;
     N) n2=$OPTARG ;;
+    r) request=$OPTARG ;;
     h) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
     esac
@@ -48,6 +61,26 @@ if [ "$n1" -ge "$n2" ]; then
     echo "callgrind.sh: N1 ($n1) must be below N2 ($n2)" >&2
     exit 2
 fi
+regions=
+for a in $allocators; do
+    case $a in region|region-64k) regions=yes ;; esac
+done
+if [ -z "$request" ]; then
+    request=0
+    [ -z "$regions" ] || request=100
+fi
+case $request in *[!0-9]*|'') echo "callgrind.sh: -r takes a count" >&2; exit 2 ;; esac
+if [ "$request" -eq 0 ] && [ -n "$regions" ]; then
+    echo "callgrind.sh: a region needs requests: leave -r out or give it a count" >&2
+    exit 2
+fi
+
+# request_opt WORKLOAD: the poolbench option that cuts it into requests, if any.
+request_opt() {
+    case $1 in
+    fixed16|fixed64|random256|random8k) [ "$request" -eq 0 ] || echo "--request $request" ;;
+    esac
+}
 
 bench=$build/bench/poolbench
 pool_so=$build/shm/.libs/libshmpool.so
@@ -69,10 +102,12 @@ trap 'rm -rf "$tmp"' EXIT
 
 # ir ALLOCATOR WORKLOAD N: total instructions of one poolbench run.
 ir() {
-    preload= mode= arg=malloc
+    preload= mode= arg=malloc block=
     case $1 in
     pool) preload=$pool_so mode=process ;;
     pool-direct) arg=pool ;;
+    region) arg=region ;;
+    region-64k) arg=region block="--region-block 65536" ;;
     none) arg=none ;;
     glibc) ;;
     jemalloc) preload=$(peer_so jemalloc) || exit 1 ;;
@@ -83,7 +118,7 @@ ir() {
     out=$tmp/callgrind.out
     env ${preload:+LD_PRELOAD=$preload} ${mode:+SHMPOOL_MODE=$mode} \
         valgrind --tool=callgrind --callgrind-out-file="$out" \
-        "$bench" --workload "$2" --allocator "$arg" --pairs "$3" \
+        "$bench" --workload "$2" --allocator "$arg" --pairs "$3" $(request_opt "$2") $block \
         >"$tmp/stdout" 2>"$tmp/stderr" || {
         echo "callgrind.sh: $1 $2 --pairs $3 failed:" >&2
         tail -n 5 "$tmp/stderr" >&2
@@ -102,8 +137,12 @@ slope() {
 
 echo "callgrind: instructions per malloc+free pair, (Ir(N2)-Ir(N1))/(N2-N1)" \
      "with N1=$n1 N2=$n2, minus the loop's own cost"
+[ "$request" -eq 0 ] || echo "NAME/r$request: NAME in requests of $request allocations, then all" \
+    "freed (a region: reset); heavy: requests of 95"
 printf '%-12s' allocator
-for w in $workloads; do printf '%10s' "$w"; done
+for w in $workloads; do
+    if [ -n "$(request_opt "$w")" ]; then printf '%14s' "$w/r$request"; else printf '%14s' "$w"; fi
+done
 printf '\n'
 for w in $workloads; do
     l=$(slope none "$w") || exit 1
@@ -114,13 +153,13 @@ for a in $allocators; do
     for w in $workloads; do
         s=$(slope "$a" "$w") || exit 1
         eval "l=\$loop_$w"
-        awk -v s="$s" -v l="$l" 'BEGIN { printf "%10.1f", s - l }'
+        awk -v s="$s" -v l="$l" 'BEGIN { printf "%14.1f", s - l }'
     done
     printf '\n'
 done
 printf '%-12s' "(loop)"
 for w in $workloads; do
     eval "l=\$loop_$w"
-    printf '%10s' "$l"
+    printf '%14s' "$l"
 done
 printf '\n'
