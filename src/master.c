@@ -2,8 +2,9 @@
  *
  * pd_master_run reserves the allocator's arena and the shared counters,
  * binds the listening sockets, forks the workers (each pinned to a CPU),
- * prints the start-up line, then supervises: a worker that dies is logged and replaced,
- * with back-off when it keeps dying young; SIGTERM/SIGINT stop the workers
+ * prints the start-up line, then supervises: a worker that dies is logged and
+ * replaced, at once when it had been serving, with back-off when it keeps
+ * dying before it gets going; SIGTERM/SIGINT stop the workers
  * gracefully and kill the ones still busy after --shutdown-timeout.  Signal
  * handlers only set flags; everything happens in the loop, which sleeps in
  * ppoll() with the signals unblocked only there.
@@ -26,9 +27,8 @@
 
 #include "poold.h"
 
-/* A worker that dies within this long of its start counts as a crash loop. */
-#define PD_EARLY_DEATH_MS 5000
-/* Back-off from the second early death on: 100 ms, doubling, at most 5 s. */
+/* Crash-loop back-off, from a slot's first death before its worker was
+ * ready: 100 ms, doubling with each further one, at most 5 s. */
 #define PD_BACKOFF_MIN_MS 100
 #define PD_BACKOFF_MAX_MS 5000
 /* A pool lock held this long by a worker that answers nothing means the
@@ -37,9 +37,8 @@
 
 typedef struct pd_slot_s {
     pid_t pid;              /* 0 while not running */
-    int64_t started_ms;     /* monotonic */
-    int64_t restart_ms;     /* when to restart; valid while pid == 0 */
-    unsigned fails;         /* consecutive early deaths */
+    int64_t restart_us;     /* when to restart (monotonic); valid while pid == 0 */
+    unsigned fails;         /* deaths in a row before becoming ready */
 } pd_slot_t;
 
 typedef struct pd_master_s {
@@ -68,17 +67,30 @@ static void pd_master_on_signal(int sig)
         pd_got_stop = sig;
 }
 
-static int64_t pd_now_ms(void)
+/* Microseconds, not milliseconds: a back-off of 100 ms must never end
+ * early because the clock was read just before a millisecond's end. */
+static int64_t pd_now_us(void)
 {
     struct timespec ts;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static int64_t pd_tv_ms(const struct timeval *tv)
+static int64_t pd_tv_us(const struct timeval *tv)
 {
-    return (int64_t)tv->tv_sec * 1000 + (tv->tv_usec + 999) / 1000;
+    return (int64_t)tv->tv_sec * 1000000 + tv->tv_usec;
+}
+
+/* Sleep in ppoll() for at most us microseconds; the kernel never ends the
+ * timeout early, so a deadline that ppoll() waited for has passed. */
+static void pd_sleep_us(const pd_master_t *m, int64_t us)
+{
+    struct timespec ts;
+
+    ts.tv_sec = us / 1000000;
+    ts.tv_nsec = (us % 1000000) * 1000;
+    ppoll(NULL, 0, &ts, &m->run_mask);
 }
 
 /* ======================================================================== */
@@ -232,13 +244,12 @@ static pid_t pd_spawn(pd_master_t *m, int i)
 
     if (pid < 0) {
         pd_log(PD_LOG_ERROR, errno, "fork() for worker %d failed", i);
-        m->slots[i].restart_ms = pd_now_ms() + PD_BACKOFF_MAX_MS;
+        m->slots[i].restart_us = pd_now_us() + PD_BACKOFF_MAX_MS * 1000;
         return -1;
     }
     if (pid == 0)
         pd_child(m, i, master);
     m->slots[i].pid = pid;
-    m->slots[i].started_ms = pd_now_ms();
     return pid;
 }
 
@@ -284,7 +295,29 @@ static void pd_reap_deferred(pd_master_t *m)
     m->nunreaped = kept;
 }
 
-/* Collect dead workers; replace them unless stopping. */
+/* The crash-loop back-off after a slot's fails-th death in a row before
+ * its worker was ready (fails >= 1). */
+static int64_t pd_backoff_ms(unsigned fails)
+{
+    int64_t delay = PD_BACKOFF_MIN_MS;
+
+    for (unsigned k = 1; k < fails && delay < PD_BACKOFF_MAX_MS; k++)
+        delay *= 2;
+    return delay < PD_BACKOFF_MAX_MS ? delay : PD_BACKOFF_MAX_MS;
+}
+
+/* Collect dead workers; replace them unless stopping.
+ *
+ * Whether the dead worker had become ready -- its event loop set up, its
+ * pid published in its stats slot -- decides how, not how long it lived.
+ * One that was serving was killed (the OOM killer, an operator, the
+ * watchdog) or crashed on something it served: workers can evidently
+ * start, so its successor starts at once, and the connections queued on
+ * its listening socket are served again within milliseconds.  One that
+ * died before it was ready cannot get going (it could not attach, ran out
+ * of descriptors or memory setting up its loop); starting the next at once
+ * would only fork in a tight loop, so these deaths, and only these, count
+ * toward the back-off, and a worker that gets going again resets it. */
 static void pd_reap(pd_master_t *m)
 {
     int status;
@@ -294,12 +327,16 @@ static void pd_reap(pd_master_t *m)
         int i = pd_slot_of(m, pid);
         pd_slot_t *s;
         char how[64];
-        int64_t now, delay;
+        bool ready;
+        int64_t delay;
 
         if (i < 0)
             continue;
         s = &m->slots[i];
         s->pid = 0;
+        /* The worker's release store of its pid happened before its death,
+         * which happened before waitpid() returned it. */
+        ready = __atomic_load_n(&pd_stats_slot(i)->xpid, __ATOMIC_ACQUIRE) == pid;
         pd_stats_end(i);
         /* Before a replacement attaches: it may reuse the dead one's slot. */
         if (pd_alloc_reap(pid, m->stopping ? PD_LOG_DEBUG : PD_LOG_INFO) != PD_OK)
@@ -309,28 +346,22 @@ static void pd_reap(pd_master_t *m)
             pd_log(PD_LOG_DEBUG, 0, "worker %d (pid %d) %s", i, (int)pid, how);
             continue;
         }
-        now = pd_now_ms();
-        if (now - s->started_ms < PD_EARLY_DEATH_MS)
-            s->fails++;
-        else
+        if (ready) {
             s->fails = 0;
-        /* The first early death may be bad luck; a second is a loop. */
-        delay = 0;
-        if (s->fails > 1) {
-            delay = PD_BACKOFF_MIN_MS;
-            for (unsigned k = 2; k < s->fails && delay < PD_BACKOFF_MAX_MS; k++)
-                delay *= 2;
-            if (delay > PD_BACKOFF_MAX_MS)
-                delay = PD_BACKOFF_MAX_MS;
+            if (pd_spawn(m, i) > 0) {
+                pd_log(PD_LOG_WARN, 0, "worker %d (pid %d) %s; replaced by pid %d",
+                       i, (int)pid, how, (int)s->pid);
+                continue;
+            }
+            delay = PD_BACKOFF_MAX_MS;  /* fork() failed (logged): retry later */
+        } else {
+            delay = pd_backoff_ms(++s->fails);
         }
-        s->restart_ms = now + delay;
-        if (delay == 0 && pd_spawn(m, i) > 0) {
-            pd_log(PD_LOG_WARN, 0, "worker %d (pid %d) %s; replaced by pid %d",
-                   i, (int)pid, how, (int)s->pid);
-            continue;
-        }
-        pd_log(PD_LOG_WARN, 0, "worker %d (pid %d) %s; restarting in %lld ms",
-               i, (int)pid, how, (long long)delay);
+        pd_log(PD_LOG_WARN, 0, "worker %d (pid %d) %s%s; restarting in %lld ms", i, (int)pid,
+               how, ready ? "" : " before it was ready", (long long)delay);
+        /* Counted from after the line, so that the lines of two deaths in a
+         * row are never closer than the delay the first one names. */
+        s->restart_us = pd_now_us() + delay * 1000;
     }
 }
 
@@ -358,24 +389,24 @@ static void pd_watchdog(pd_master_t *m)
     m->stalled = 0;
 }
 
-/* Start the workers whose back-off has passed; returns ms until the next. */
+/* Start the workers whose back-off has passed; returns us until the next. */
 static int64_t pd_restart_due(pd_master_t *m)
 {
-    int64_t now = pd_now_ms();
-    int64_t next = 1000;
+    int64_t now = pd_now_us();
+    int64_t next = 1000000;
 
     for (int i = 0; i < m->cfg->workers; i++) {
         pd_slot_t *s = &m->slots[i];
 
         if (s->pid != 0)
             continue;
-        if (s->restart_ms <= now) {
+        if (s->restart_us <= now) {
             if (pd_spawn(m, i) > 0)
                 pd_log(PD_LOG_WARN, 0, "worker %d restarted as pid %d", i, (int)s->pid);
             continue;
         }
-        if (s->restart_ms - now < next)
-            next = s->restart_ms - now;
+        if (s->restart_us - now < next)
+            next = s->restart_us - now;
     }
     return next;
 }
@@ -399,7 +430,7 @@ static void pd_signal_all(const pd_master_t *m, int sig)
 /* The stopping phase: wait for the workers, kill the late ones. */
 static void pd_stop(pd_master_t *m, int sig)
 {
-    int64_t deadline = pd_now_ms() + pd_tv_ms(&m->cfg->shutdown_timeout);
+    int64_t deadline = pd_now_us() + pd_tv_us(&m->cfg->shutdown_timeout);
 
     m->stopping = true;
     pd_log(PD_LOG_INFO, 0, "signal %d: stopping %d workers", sig, pd_live(m));
@@ -409,7 +440,6 @@ static void pd_stop(pd_master_t *m, int sig)
 
     for (;;) {
         int64_t left;
-        struct timespec ts;
 
         if (pd_got_chld) {
             pd_got_chld = 0;
@@ -417,12 +447,10 @@ static void pd_stop(pd_master_t *m, int sig)
         }
         if (pd_live(m) == 0)
             return;
-        left = deadline - pd_now_ms();
+        left = deadline - pd_now_us();
         if (left <= 0)
             break;
-        ts.tv_sec = left / 1000;
-        ts.tv_nsec = (left % 1000) * 1000000;
-        ppoll(NULL, 0, &ts, &m->run_mask);
+        pd_sleep_us(m, left);
     }
     for (int i = 0; i < m->cfg->workers; i++) {
         pd_slot_t *s = &m->slots[i];
@@ -542,7 +570,6 @@ int pd_master_run(const pd_config_t *cfg)
 
     while (!pd_got_stop) {
         int64_t next;
-        struct timespec ts;
 
         if (pd_got_chld) {
             pd_got_chld = 0;
@@ -551,10 +578,8 @@ int pd_master_run(const pd_config_t *cfg)
         pd_watchdog(&m);
         pd_reap_deferred(&m);
         next = pd_restart_due(&m);
-        ts.tv_sec = next / 1000;
-        ts.tv_nsec = (next % 1000) * 1000000;
         if (!pd_got_chld && !pd_got_stop)
-            ppoll(NULL, 0, &ts, &m.run_mask);
+            pd_sleep_us(&m, next);
     }
     pd_stop(&m, pd_got_stop);
     pd_log(PD_LOG_INFO, 0, "stopped");

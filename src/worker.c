@@ -1,9 +1,10 @@
 /* poold — a worker process.
  *
  * pd_worker_run is everything a worker does after fork: attach to the
- * allocator, build its own libevent base (a base must not cross fork), accept
- * on its listening socket, refresh the Date cache every second, and on
- * SIGTERM/SIGINT stop accepting, let requests in flight finish, and return.
+ * allocator, build its own libevent base (a base must not cross fork), say
+ * it is ready in its stats slot, accept on its listening socket, refresh
+ * the Date cache every second, and on SIGTERM/SIGINT stop accepting, let
+ * requests in flight finish, and return.
  */
 #include "config.h"
 
@@ -115,7 +116,6 @@ int pd_worker_run(const pd_config_t *cfg, int index, int lfd)
     w.pid = getpid();
     w.lfd = lfd;
     w.stats = pd_stats_slot(index);
-    pd_stats_begin(index, w.pid);
 
     /* The parser's own limit must never be the one that fires first. */
     http_parser_set_max_header_size((uint32_t)cfg->max_header * 2);
@@ -146,6 +146,10 @@ int pd_worker_run(const pd_config_t *cfg, int index, int lfd)
     sigaddset(&set, SIGCHLD);
     sigprocmask(SIG_UNBLOCK, &set, NULL);
 
+    /* Ready: publishing the pid tells the master that this worker got
+     * going, so a death from here on is replaced at once instead of
+     * counting toward its crash-loop back-off. */
+    pd_stats_begin(index, w.pid);
     if (event_base_dispatch(w.base) < 0) {
         pd_log(PD_LOG_ERROR, 0, "worker %d: event loop failed", index);
         goto fail;
