@@ -20,14 +20,27 @@
 #                 with --enable-pool-lock=spin, at -P 2 (workers <= cores on
 #                 a 2-core machine) and -P 4 (workers > cores).
 # frag runs alone per allocator: its memory figures are the process's.
+#
+# The region table (regions.csv, regions.md; alone with --regions-only):
+# the per-request region against the same arms, every workload cut into
+# requests of N allocations (--request, default 100; heavy: one /heavy
+# request of 95) for every arm.  16 B with one worker, 64 B with 2 and 4
+# workers (threads and processes), 1-256 B and 1 B-8 KiB, and heavy:
+#   region        4 KiB blocks from glibc, run interleaved with pool and glibc
+#   region-64k    64 KiB blocks from glibc
+#   region/pool   4 KiB blocks from the pool (libshmpool.so preloaded, -T only)
 set -eu
 
 usage() {
     cat <<EOF
-usage: poolbench-all.sh [-b BUILDDIR] [--spin-build DIR] [--quick] [--runs R] [OUTDIR]
+usage: poolbench-all.sh [-b BUILDDIR] [--spin-build DIR] [--quick] [--runs R]
+                        [--request N] [--regions-only] [OUTDIR]
   OUTDIR defaults to bench/results/<date>-<host> under the source tree;
-  poolbench.csv and poolbench.md are written there.
-  --quick   a quarter of every workload's pairs per run (about 2 minutes on 2 cores)
+  poolbench.csv and poolbench.md, then regions.csv and regions.md are written there.
+  --quick         a quarter of every workload's pairs per run (about 2 minutes on
+                  2 cores for each of the two tables)
+  --request N     allocations per request in the region table (default 100)
+  --regions-only  only the region table
 EOF
 }
 
@@ -36,6 +49,8 @@ build=.
 spin=
 scale=1
 runs=5
+request=100
+regions_only=
 out=
 while [ $# -gt 0 ]; do
     case $1 in
@@ -43,6 +58,8 @@ while [ $# -gt 0 ]; do
     --spin-build) [ $# -ge 2 ] || { usage >&2; exit 2; }; spin=$2; shift 2 ;;
     --quick) scale=0.25; shift ;;
     --runs) [ $# -ge 2 ] || { usage >&2; exit 2; }; runs=$2; shift 2 ;;
+    --request) [ $# -ge 2 ] || { usage >&2; exit 2; }; request=$2; shift 2 ;;
+    --regions-only) regions_only=yes; shift ;;
     -h|--help) usage; exit 0 ;;
     -*) echo "poolbench-all.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
     *) [ -z "$out" ] || { usage >&2; exit 2; }; out=$1; shift ;;
@@ -53,6 +70,7 @@ if [ "$runs" -lt 5 ]; then
     echo "poolbench-all.sh: --runs must be at least 5 (a median of fewer is noise)" >&2
     exit 2
 fi
+case $request in ''|*[!0-9]*|0) echo "poolbench-all.sh: --request takes a count from 1" >&2; exit 2 ;; esac
 [ -n "$out" ] || out=$here/results/$(date +%Y-%m-%d)-$(hostname -s)
 
 bench=$build/bench/poolbench
@@ -86,18 +104,22 @@ mimalloc=$(peer_so mimalloc)
 mkdir -p "$out"
 csv=$out/poolbench.csv
 md=$out/poolbench.md
+rcsv=$out/regions.csv
+rmd=$out/regions.md
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 : >"$tmp/rows"
+: >"$tmp/rrows"
 workloads=$("$bench" --help | awk '/^workloads:/ { on = 1; next } on && NF { print $1 }')
 modes="-P1 -P2 -P4 -T2 -T4"
-started=$(date +%s)
+version() { dpkg-query -W -f '${Version}' "$1" 2>/dev/null || echo unknown; }
 
-# one NAME ENV... -- POOLBENCH-ARGS: one poolbench invocation whose rows
-# are appended with the allocator column renamed NAME (if not empty).
+# one ROWS RENAMES ENV... -- POOLBENCH-ARGS: one poolbench invocation whose
+# rows are appended to the file ROWS, the allocator column renamed as
+# RENAMES says ("from=to ...", or empty).
 one() {
-    name=$1
-    shift
+    rows=$1 renames=$2
+    shift 2
     envs=
     while [ "$1" != -- ]; do envs="$envs $1"; shift; done
     shift
@@ -108,124 +130,237 @@ one() {
     fi
     cat "$tmp/err" >&2
     [ -s "$tmp/header" ] || head -n 1 "$tmp/one" >"$tmp/header"
-    tail -n +2 "$tmp/one" | awk -F, -v OFS=, -v name="$name" \
-        'name != "" { $3 = name } { print }' >>"$tmp/rows"
+    tail -n +2 "$tmp/one" | awk -F, -v OFS=, -v renames="$renames" '
+        BEGIN { n = split(renames, r, " "); for (i = 1; i <= n; i++) { split(r[i], kv, "="); to[kv[1]] = kv[2] } }
+        $3 in to { $3 = to[$3] } { print }' >>"$rows"
 }
 
-for mode in $modes; do
-    flag=${mode%?}
-    n=${mode#??}
-    for w in $workloads; do
-        echo "poolbench-all.sh: $w $flag $n" >&2
-        if [ "$w" = frag ]; then
-            one "" -- "$bench" --workload "$w" "$flag" "$n" --allocator pool
-            one glibc -- "$bench" --workload "$w" "$flag" "$n" --allocator malloc --label glibc
-        else
-            one "" -- "$bench" --workload "$w" "$flag" "$n" --label glibc
-        fi
-        if [ "$flag" = -T ]; then
-            one pool-preload LD_PRELOAD="$pool_so" SHMPOOL_MODE=process -- \
-                "$bench" --workload "$w" "$flag" "$n" --allocator malloc --label pool-preload
-        fi
-        for peer in jemalloc tcmalloc mimalloc; do
-            eval "so=\$$peer"
-            one "$peer" LD_PRELOAD="$so" -- "$bench" --workload "$w" "$flag" "$n" \
-                --allocator malloc --label "$peer"
-        done
-        if [ -n "$spin" ] && { [ "$mode" = -P2 ] || [ "$mode" = -P4 ]; }; then
-            one pool-spin -- "$spin/bench/poolbench" --workload "$w" "$flag" "$n" --allocator pool
-        fi
-    done
-done
-cat "$tmp/header" "$tmp/rows" >"$csv"
-elapsed=$(( $(date +%s) - started ))
-
-# ------------------------------------------------------------------------
-# The Markdown report: one table of ns per pair, one of frag's memory.
-# ------------------------------------------------------------------------
-version() { dpkg-query -W -f '${Version}' "$1" 2>/dev/null || echo unknown; }
-{
-    echo "# poolbench: the allocator alone"
-    echo
-    echo "Generated by \`bench/poolbench-all.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC') in ${elapsed} s."
-    echo
+# The machine, for both reports.
+machine() {
     echo "Machine: $(hostname -s), $(nproc) online CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)),"
     echo "Linux $(uname -r), $(ldd --version 2>&1 | head -n 1)."
     echo "Allocators: jemalloc $(version libjemalloc2), tcmalloc (minimal) $(version libtcmalloc-minimal4),"
-    echo "mimalloc $(version libmimalloc2.0); the pool from this tree$(git -C "$here/.." rev-parse --short HEAD 2>/dev/null | sed 's/^/ at /')."
+    echo "mimalloc $(version libmimalloc2.0); the pool and the region from this tree$(git -C "$here/.." rev-parse --short HEAD 2>/dev/null | sed 's/^/ at /')."
+}
+
+if [ -z "$regions_only" ]; then
+    started=$(date +%s)
+    for mode in $modes; do
+        flag=${mode%?}
+        n=${mode#??}
+        for w in $workloads; do
+            echo "poolbench-all.sh: $w $flag $n" >&2
+            if [ "$w" = frag ]; then
+                one "$tmp/rows" "" -- "$bench" --workload "$w" "$flag" "$n" --allocator pool
+                one "$tmp/rows" "" -- "$bench" --workload "$w" "$flag" "$n" --allocator malloc \
+                    --label glibc
+            else
+                one "$tmp/rows" "" -- "$bench" --workload "$w" "$flag" "$n" --label glibc
+            fi
+            if [ "$flag" = -T ]; then
+                one "$tmp/rows" "" LD_PRELOAD="$pool_so" SHMPOOL_MODE=process -- \
+                    "$bench" --workload "$w" "$flag" "$n" --allocator malloc --label pool-preload
+            fi
+            for peer in jemalloc tcmalloc mimalloc; do
+                eval "so=\$$peer"
+                one "$tmp/rows" "" LD_PRELOAD="$so" -- "$bench" --workload "$w" "$flag" "$n" \
+                    --allocator malloc --label "$peer"
+            done
+            if [ -n "$spin" ] && { [ "$mode" = -P2 ] || [ "$mode" = -P4 ]; }; then
+                one "$tmp/rows" pool=pool-spin -- "$spin/bench/poolbench" --workload "$w" "$flag" "$n" \
+                    --allocator pool
+            fi
+        done
+    done
+    cat "$tmp/header" "$tmp/rows" >"$csv"
+    elapsed=$(( $(date +%s) - started ))
+
+    # ------------------------------------------------------------------------
+    # The Markdown report: one table of ns per pair, one of frag's memory.
+    # ------------------------------------------------------------------------
+    {
+        echo "# poolbench: the allocator alone"
+        echo
+        echo "Generated by \`bench/poolbench-all.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC') in ${elapsed} s."
+        echo
+        machine
+        echo
+        echo "Each cell: $runs timed runs after a warm-up, median of the runs; a run's figure"
+        echo "is the mean over its workers of ns per malloc+free pair (a worker's elapsed"
+        echo "time, so with more workers than cores it includes time spent descheduled)."
+        echo "Pairs per run are each workload's default times $scale. Absolute figures from a"
+        echo "shared 2-core VM are not production figures; compare ratios, and the pool"
+        echo "with glibc above all, which ran interleaved with it in the same runs."
+        echo "\`-P N\`: N processes sharing the arena; \`-T N\`: N threads of one process."
+        echo "pool-preload runs only under -T (its forked children leave the pool);"
+        echo "pingpong under -P is impossible for a preloaded malloc (private heaps)."
+        echo
+        awk -F, '
+        NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+        {
+            w = $col["workload"]; ph = $col["phase"]; a = $col["allocator"]; m = $col["mode"]
+            row = w (ph == "all" ? "" : " " ph) " | " m
+            if (!(row in seen)) { seen[row] = 1; order[++nrow] = row }
+            if (!(a in aseen)) { aseen[a] = 1 }
+            v = $col["median_ns"]
+            cell[row, a] = v == "" ? "n/a" : v
+            if (v != "" && a != "pool" && a != "pool-spin" && a != "pool-preload" && a != "glibc" &&
+                (!((row) in best) || v + 0 < best[row] + 0)) { best[row] = v; bestname[row] = a }
+            if (a == "pool" && $col["ratio_to_malloc"] != "") ratio[row] = $col["ratio_to_malloc"]
+            if (a == "pool" && v != "") pool[row] = v
+            if (w == "frag" && v != "") {
+                mrow = m; if (!(mrow in mseen)) { mseen[mrow] = 1; morder[++nm] = mrow }
+                mem[mrow, a] = $col["pss_kb"] " / " $col["rss_kb"] " / " $col["rss_shmem_kb"] " / " $col["big_10mib"]
+                flt[mrow, a] = $col["faults_per_kpair"]
+            }
+        }
+        END {
+            n = split("pool pool-spin pool-preload glibc jemalloc tcmalloc mimalloc", all, " ")
+            k = 0
+            for (i = 1; i <= n; i++) if (all[i] in aseen) names[++k] = all[i]
+            printf "## ns per malloc+free pair (median)\n\n| workload | mode |"
+            for (i = 1; i <= k; i++) printf " %s |", names[i]
+            printf " pool ÷ glibc | pool ÷ best peer |\n|---|---|"
+            for (i = 1; i <= k + 2; i++) printf "--:|"
+            printf "\n"
+            for (r = 1; r <= nrow; r++) {
+                row = order[r]
+                printf "| %s |", row
+                for (i = 1; i <= k; i++) printf " %s |", ((row, names[i]) in cell) ? cell[row, names[i]] : ""
+                printf " %s |", (row in ratio) ? ratio[row] : ""
+                if ((row in pool) && (row in best) && best[row] + 0 > 0)
+                    printf " %.3f (%s) |", pool[row] / best[row], bestname[row]
+                else
+                    printf " |"
+                printf "\n"
+            }
+            printf "\n## frag: memory held after the churn\n\n"
+            printf "PSS / RSS / RssShmem in kB, and whether a 10 MiB block could still be had;"
+            printf " under -P summed over the worker processes (PSS sums to the footprint).\n"
+            printf "Minor faults per 1,000 pairs in the second table.\n\n| mode |"
+            for (i = 1; i <= k; i++) printf " %s |", names[i]
+            printf "\n|---|"
+            for (i = 1; i <= k; i++) printf "---|"
+            printf "\n"
+            for (r = 1; r <= nm; r++) {
+                printf "| %s |", morder[r]
+                for (i = 1; i <= k; i++) printf " %s |", ((morder[r], names[i]) in mem) ? mem[morder[r], names[i]] : ""
+                printf "\n"
+            }
+            printf "\n| mode |"
+            for (i = 1; i <= k; i++) printf " %s |", names[i]
+            printf "\n|---|"
+            for (i = 1; i <= k; i++) printf "--:|"
+            printf "\n"
+            for (r = 1; r <= nm; r++) {
+                printf "| %s |", morder[r]
+                for (i = 1; i <= k; i++) printf " %s |", ((morder[r], names[i]) in flt) ? flt[morder[r], names[i]] : ""
+                printf "\n"
+            }
+        }' "$csv"
+    } >"$md"
+    echo "poolbench-all.sh: $csv and $md written in ${elapsed} s" >&2
+fi
+
+# ------------------------------------------------------------------------
+# The region table: every arm cut into the same requests.
+# ------------------------------------------------------------------------
+# WORKLOAD:MODE cells: 16 B with one worker, 64 B with workers <= and >
+# cores as threads and as processes, small and large random sizes, heavy.
+region_cells="fixed16:-T1 fixed64:-T2 fixed64:-P2 fixed64:-T4 fixed64:-P4 random256:-T1
+random8k:-T1 random8k:-P2 heavy:-T1 heavy:-P2"
+started=$(date +%s)
+rm -f "$tmp/header"
+for cell in $region_cells; do
+    w=${cell%%:*}
+    mode=${cell#*:}
+    flag=${mode%?}
+    n=${mode#??}
+    cut=
+    [ "$w" = heavy ] || cut="--request $request"
+    echo "poolbench-all.sh: regions: $w $flag $n" >&2
+    one "$tmp/rrows" "" -- "$bench" --workload "$w" "$flag" "$n" $cut \
+        --allocator region,pool,malloc --label glibc
+    one "$tmp/rrows" region=region-64k -- "$bench" --workload "$w" "$flag" "$n" $cut \
+        --allocator region --region-block 65536
+    if [ "$flag" = -T ]; then
+        one "$tmp/rrows" region=region/pool LD_PRELOAD="$pool_so" SHMPOOL_MODE=process -- \
+            "$bench" --workload "$w" "$flag" "$n" $cut --allocator region,malloc \
+            --label pool-preload
+    fi
+    for peer in jemalloc tcmalloc mimalloc; do
+        eval "so=\$$peer"
+        one "$tmp/rrows" "" LD_PRELOAD="$so" -- "$bench" --workload "$w" "$flag" "$n" $cut \
+            --allocator malloc --label "$peer"
+    done
+done
+cat "$tmp/header" "$tmp/rrows" >"$rcsv"
+elapsed=$(( $(date +%s) - started ))
+{
+    echo "# poolbench: per-request regions against the allocators"
     echo
-    echo "Each cell: $runs timed runs after a warm-up, median of the runs; a run's figure"
-    echo "is the mean over its workers of ns per malloc+free pair (a worker's elapsed"
-    echo "time, so with more workers than cores it includes time spent descheduled)."
-    echo "Pairs per run are each workload's default times $scale. Absolute figures from a"
-    echo "shared 2-core VM are not production figures; compare ratios, and the pool"
-    echo "with glibc above all, which ran interleaved with it in the same runs."
-    echo "\`-P N\`: N processes sharing the arena; \`-T N\`: N threads of one process."
-    echo "pool-preload runs only under -T (its forked children leave the pool);"
-    echo "pingpong under -P is impossible for a preloaded malloc (private heaps)."
+    echo "Generated by \`bench/poolbench-all.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC') in ${elapsed} s."
+    echo
+    machine
+    echo
+    echo "Every arm runs the same requests: \`NAME/rN\` is NAME cut into requests of N"
+    echo "allocations (N blocks allocated, then all freed in allocation order; a region"
+    echo "frees nothing and is reset), heavy is one \`/heavy\` request of 95 blocks freed"
+    echo "in the handler's order.  Each worker has its own region, which keeps its first"
+    echo "block across requests and frees the others at every reset.  region: 4 KiB blocks"
+    echo "from glibc, run interleaved with pool and glibc; region-64k: 64 KiB blocks from"
+    echo "glibc; region/pool: 4 KiB blocks from the pool (libshmpool.so preloaded, -T only)."
+    echo "pool is poolbench calling the pool directly, pool-preload the pool as malloc."
+    echo "Each cell: $runs timed runs after a warm-up, median of the runs, pairs per run"
+    echo "each workload's default times $scale; a pair is one allocation and its share of"
+    echo "the frees or of the reset.  Absolute figures from a shared 2-core VM are not"
+    echo "production figures: compare ratios, above all those measured in the same runs"
+    echo "(region, pool and glibc)."
     echo
     awk -F, '
     NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
     {
-        w = $col["workload"]; ph = $col["phase"]; a = $col["allocator"]; m = $col["mode"]
-        row = w (ph == "all" ? "" : " " ph) " | " m
+        row = $col["workload"] " | " $col["mode"]; a = $col["allocator"]
         if (!(row in seen)) { seen[row] = 1; order[++nrow] = row }
-        if (!(a in aseen)) { aseen[a] = 1 }
+        aseen[a] = 1
         v = $col["median_ns"]
         cell[row, a] = v == "" ? "n/a" : v
-        if (v != "" && a != "pool" && a != "pool-spin" && a != "pool-preload" && a != "glibc" &&
-            (!((row) in best) || v + 0 < best[row] + 0)) { best[row] = v; bestname[row] = a }
-        if (a == "pool" && $col["ratio_to_malloc"] != "") ratio[row] = $col["ratio_to_malloc"]
-        if (a == "pool" && v != "") pool[row] = v
-        if (w == "frag" && v != "") {
-            mrow = m; if (!(mrow in mseen)) { mseen[mrow] = 1; morder[++nm] = mrow }
-            mem[mrow, a] = $col["pss_kb"] " / " $col["rss_kb"] " / " $col["rss_shmem_kb"] " / " $col["big_10mib"]
-            flt[mrow, a] = $col["faults_per_kpair"]
-        }
+        flt[row, a] = $col["faults_per_kpair"]
+        if (v != "" && (!(row in best) || v + 0 < best[row] + 0)) { best[row] = v; bestname[row] = a }
+    }
+    function ratio(row, x, y) {
+        if (!((row, x) in cell) || !((row, y) in cell) || cell[row, y] + 0 <= 0) return ""
+        return sprintf("%.3f", cell[row, x] / cell[row, y])
     }
     END {
-        n = split("pool pool-spin pool-preload glibc jemalloc tcmalloc mimalloc", all, " ")
+        n = split("region region-64k region/pool pool pool-preload glibc jemalloc tcmalloc mimalloc", all, " ")
         k = 0
         for (i = 1; i <= n; i++) if (all[i] in aseen) names[++k] = all[i]
-        printf "## ns per malloc+free pair (median)\n\n| workload | mode |"
+        printf "## ns per allocation and its free (median)\n\n| workload | mode |"
         for (i = 1; i <= k; i++) printf " %s |", names[i]
-        printf " pool ÷ glibc | pool ÷ best peer |\n|---|---|"
-        for (i = 1; i <= k + 2; i++) printf "--:|"
+        printf " region ÷ glibc | region ÷ pool | pool ÷ glibc | fastest |\n|---|---|"
+        for (i = 1; i <= k + 4; i++) printf "--:|"
         printf "\n"
         for (r = 1; r <= nrow; r++) {
             row = order[r]
             printf "| %s |", row
             for (i = 1; i <= k; i++) printf " %s |", ((row, names[i]) in cell) ? cell[row, names[i]] : ""
-            printf " %s |", (row in ratio) ? ratio[row] : ""
-            if ((row in pool) && (row in best) && best[row] + 0 > 0)
-                printf " %.3f (%s) |", pool[row] / best[row], bestname[row]
-            else
-                printf " |"
-            printf "\n"
+            printf " %s | %s | %s | %s |\n", ratio(row, "region", "glibc"), ratio(row, "region", "pool"),
+                ratio(row, "pool", "glibc"), bestname[row]
         }
-        printf "\n## frag: memory held after the churn\n\n"
-        printf "PSS / RSS / RssShmem in kB, and whether a 10 MiB block could still be had;"
-        printf " under -P summed over the worker processes (PSS sums to the footprint).\n"
-        printf "Minor faults per 1,000 pairs in the second table.\n\n| mode |"
+        printf "\n## Minor page faults per 1,000 allocations (median)\n\n"
+        printf "A region that frees its blocks at every reset hands them back to malloc; where\n"
+        printf "malloc gives the memory back to the kernel, the next request faults it in again.\n\n| workload | mode |"
         for (i = 1; i <= k; i++) printf " %s |", names[i]
-        printf "\n|---|"
-        for (i = 1; i <= k; i++) printf "---|"
-        printf "\n"
-        for (r = 1; r <= nm; r++) {
-            printf "| %s |", morder[r]
-            for (i = 1; i <= k; i++) printf " %s |", ((morder[r], names[i]) in mem) ? mem[morder[r], names[i]] : ""
-            printf "\n"
-        }
-        printf "\n| mode |"
-        for (i = 1; i <= k; i++) printf " %s |", names[i]
-        printf "\n|---|"
+        printf "\n|---|---|"
         for (i = 1; i <= k; i++) printf "--:|"
         printf "\n"
-        for (r = 1; r <= nm; r++) {
-            printf "| %s |", morder[r]
-            for (i = 1; i <= k; i++) printf " %s |", ((morder[r], names[i]) in flt) ? flt[morder[r], names[i]] : ""
+        for (r = 1; r <= nrow; r++) {
+            row = order[r]
+            printf "| %s |", row
+            for (i = 1; i <= k; i++) printf " %s |", ((row, names[i]) in flt) ? flt[row, names[i]] : ""
             printf "\n"
         }
-    }' "$csv"
-} >"$md"
-echo "poolbench-all.sh: $csv and $md written in ${elapsed} s" >&2
+    }' "$rcsv"
+} >"$rmd"
+echo "poolbench-all.sh: $rcsv and $rmd written in ${elapsed} s" >&2
