@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "poold.h"
+#include "region.h"
 
 #define PD_KIB ((uint64_t)1 << 10)
 #define PD_MIB ((uint64_t)1 << 20)
@@ -31,7 +32,9 @@ enum {
     OPT_MAX_CONNS,
     OPT_HEADER_TIMEOUT,
     OPT_IDLE_TIMEOUT,
-    OPT_SHUTDOWN_TIMEOUT
+    OPT_SHUTDOWN_TIMEOUT,
+    OPT_REQUEST_REGION,
+    OPT_REGION_BLOCK
 };
 
 static const char pd_short_opts[] = ":w:p:b:vhV";
@@ -48,6 +51,8 @@ static const struct option pd_long_opts[] = {
     {"header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT},
     {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
     {"shutdown-timeout", required_argument, NULL, OPT_SHUTDOWN_TIMEOUT},
+    {"request-region", no_argument, NULL, OPT_REQUEST_REGION},
+    {"region-block", required_argument, NULL, OPT_REGION_BLOCK},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -59,7 +64,8 @@ void pd_config_usage(FILE *out)
     fputs("usage: poold [-w N] [-p PORT] [-b ADDR] [--no-pin] [--heap-size SIZE]\n"
           "             [--max-header SIZE] [--max-body SIZE] [--max-conns N]\n"
           "             [--header-timeout SEC] [--idle-timeout SEC]\n"
-          "             [--shutdown-timeout SEC] [-v] [-h] [-V]\n"
+          "             [--shutdown-timeout SEC] [--request-region]\n"
+          "             [--region-block SIZE] [-v] [-h] [-V]\n"
           "\n"
           "  -w, --workers N          worker processes, 1..256 (default: online CPUs)\n"
           "  -p, --port PORT          TCP port, 0 for any free one (default: 8080)\n"
@@ -72,6 +78,9 @@ void pd_config_usage(FILE *out)
           "      --header-timeout SEC complete headers within, else 408 (default: 10)\n"
           "      --idle-timeout SEC   close idle keep-alive connections after (default: 60)\n"
           "      --shutdown-timeout SEC  kill workers still busy after (default: 5)\n"
+          "      --request-region     /heavy allocates from a per-connection region\n"
+          "                           reset after each request (default: malloc)\n"
+          "      --region-block SIZE  bytes per region block, 256..64M (default: 4K)\n"
           "  -v, --verbose            more log lines (repeatable)\n"
           "  -h, --help               this text\n"
           "  -V, --version            print the version\n"
@@ -181,6 +190,7 @@ static void pd_config_defaults(pd_config_t *cfg)
     cfg->header_timeout.tv_sec = 10;
     cfg->idle_timeout.tv_sec = 60;
     cfg->shutdown_timeout.tv_sec = 5;
+    cfg->region_block = PD_REGION_BLOCK_DEFAULT;
 }
 
 static pd_config_result_t pd_config_fail(char *err, size_t cap, const char *fmt, ...)
@@ -335,6 +345,14 @@ pd_config_result_t pd_config_parse(pd_config_t *cfg, int argc, char **argv,
         case OPT_SHUTDOWN_TIMEOUT:
             rc = pd_config_sec(optarg, &cfg->shutdown_timeout);
             expect = "seconds above 0 and at most 3600";
+            break;
+        case OPT_REQUEST_REGION:
+            cfg->request_region = true;
+            break;
+        case OPT_REGION_BLOCK:
+            rc = pd_config_size(optarg, PD_REGION_BLOCK_MIN, 64 * PD_MIB, &v);
+            cfg->region_block = (size_t)v;
+            expect = "a size from 256 to 64M";
             break;
         case 'v':
             cfg->verbose++;

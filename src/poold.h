@@ -4,7 +4,8 @@
  * worker runs one libevent loop over its connections (conn.c), which frame
  * requests (http.c) and answer them (routes.c).  config.c parses the command
  * line, log.c formats every log line, alloc.c is the only door to the pool,
- * srvstats.c holds the per-worker counters shared with every process.
+ * srvstats.c holds the per-worker counters shared with every process;
+ * region.c is the per-request region allocator (region.h).
  */
 #ifndef PD_POOLD_H
 #define PD_POOLD_H
@@ -18,6 +19,8 @@
 #include <sys/types.h>
 
 #include <http_parser.h>
+
+#include "region.h"
 
 struct evbuffer;
 
@@ -47,6 +50,9 @@ typedef struct pd_config_s {
     struct timeval header_timeout;  /* --header-timeout */
     struct timeval idle_timeout;    /* --idle-timeout */
     struct timeval shutdown_timeout;/* --shutdown-timeout */
+    bool request_region;            /* --request-region: /heavy bumps in a
+                                       per-connection region */
+    size_t region_block;            /* --region-block, bytes */
     int verbose;                    /* number of -v */
 } pd_config_t;
 
@@ -283,22 +289,32 @@ typedef struct pd_route_ctx_s {
     int worker_index;
     pid_t pid;
     bool keep_alive;    /* the response may keep the connection */
+    pd_region_t *region;    /* --request-region: where /heavy allocates (the
+                               caller resets it after the request); NULL:
+                               malloc and free */
 } pd_route_ctx_t;
 
 /* Answer a parsed request: append the whole response to out.  Unknown
- * path → 404, a method other than GET and HEAD → 405 with Allow.  Returns
- * the status sent, or PD_ERROR when out of memory. */
+ * path → 404, a method other than GET and HEAD → 405 with Allow.  /heavy
+ * out of memory before it wrote anything → 500 with "Connection: close":
+ * the caller must then close the connection once it is sent.  Returns the
+ * status sent, or PD_ERROR when out of memory with a response half
+ * written. */
 int pd_route_dispatch(const pd_request_t *req, const pd_route_ctx_t *ctx,
                       struct evbuffer *out);
 
-/* Heap allocations /heavy makes for a request with nheaders header fields:
+/* Allocations /heavy makes for a request with nheaders header fields:
  * node, key and value per request header, the bucket array, node, key and
- * value per generated response header, and the render buffer. */
+ * value per generated response header, and the render buffer.  The count
+ * is the same whether they come from malloc or from ctx->region. */
 #define PD_HEAVY_LINES 30
 #define PD_HEAVY_ALLOCS(nheaders) (3u * (nheaders) + 1u + 3u * PD_HEAVY_LINES + 1u)
 
-/* The /heavy handler; *allocs receives the number of malloc calls it made
- * (tests compare it with PD_HEAVY_ALLOCS).  Returns PD_OK or PD_ERROR. */
+/* The /heavy handler; *allocs receives the number of allocations it made
+ * (tests compare it with PD_HEAVY_ALLOCS), from ctx->region when it is set
+ * (which it leaves for the caller to reset), else from malloc, all freed
+ * before it returns.  Returns PD_OK, or PD_ERROR out of memory; with
+ * nothing appended to out when an allocation of its own failed. */
 int pd_route_heavy(const pd_request_t *req, const pd_route_ctx_t *ctx,
                    struct evbuffer *out, unsigned *allocs);
 

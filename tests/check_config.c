@@ -39,6 +39,8 @@ START_TEST(test_defaults)
     ck_assert_int_eq(cfg.header_timeout.tv_sec, 10);
     ck_assert_int_eq(cfg.idle_timeout.tv_sec, 60);
     ck_assert_int_eq(cfg.shutdown_timeout.tv_sec, 5);
+    ck_assert(!cfg.request_region);
+    ck_assert_uint_eq(cfg.region_block, 4096);
     ck_assert_int_eq(cfg.verbose, 0);
 }
 END_TEST
@@ -79,6 +81,25 @@ START_TEST(test_long_options)
     ck_assert_int_eq(cfg.idle_timeout.tv_sec, 2);
     ck_assert_int_eq(cfg.shutdown_timeout.tv_sec, 3600);
     ck_assert_int_eq(cfg.verbose, 1);
+}
+END_TEST
+
+START_TEST(test_region_options)
+{
+    ck_assert_int_eq(parse(2, ARGV("--request-region")), PD_CONFIG_RUN);
+    ck_assert(cfg.request_region);
+    ck_assert_uint_eq(cfg.region_block, 4096);
+    ck_assert_int_eq(parse(3, ARGV("--region-block=16K", "--request-region")), PD_CONFIG_RUN);
+    ck_assert(cfg.request_region);
+    ck_assert_uint_eq(cfg.region_block, 16384);
+    ck_assert_int_eq(parse(3, ARGV("--region-block", "256")), PD_CONFIG_RUN);
+    ck_assert(!cfg.request_region);
+    ck_assert_uint_eq(cfg.region_block, 256);
+    ck_assert_int_eq(parse(3, ARGV("--region-block", "64M")), PD_CONFIG_RUN);
+    ck_assert_uint_eq(cfg.region_block, 64u << 20);
+    /* Long options may be abbreviated while unambiguous. */
+    ck_assert_int_eq(parse(2, ARGV("--request")), PD_CONFIG_RUN);
+    ck_assert(cfg.request_region);
 }
 END_TEST
 
@@ -174,6 +195,12 @@ static const struct {
     {{"-w"}, "-w"},
     {{"--port"}, "--port"},
     {{"--no-pin=1"}, "--no-pin"},
+    {{"--request-region=1"}, "--request-region"},
+    {{"--region-block", "255"}, "--region-block"},
+    {{"--region-block", "65M"}, "--region-block"},
+    {{"--region-block", "4k1"}, "--region-block"},
+    {{"--region-block"}, "--region-block"},
+    {{"--re"}, "--re"},
     {{"-v", "extra"}, "extra"},
 };
 
@@ -214,6 +241,7 @@ Suite *make_config_suite(void)
     tcase_add_test(tc, test_defaults);
     tcase_add_test(tc, test_short_options);
     tcase_add_test(tc, test_long_options);
+    tcase_add_test(tc, test_region_options);
     tcase_add_test(tc, test_help_version);
     tcase_add_test(tc, test_sizes);
     tcase_add_test(tc, test_seconds);
