@@ -13,6 +13,10 @@
  * (response sent, write side shut down, draining what the client still
  * sends so that the kernel does not reset the connection before the client
  * has read the response).  One timer serves all states.
+ *
+ * With --request-region each connection owns a region from which /heavy
+ * allocates; it is reset after every request and destroyed with the
+ * connection, so a keep-alive connection reuses its first block.
  */
 #include "config.h"
 
@@ -58,6 +62,7 @@ struct pd_conn_s {
     struct evbuffer *in;
     struct evbuffer *out;
     struct evbuffer *pending;   /* BODY: the response, sent after the body */
+    pd_region_t *region;        /* --request-region, else NULL */
     struct event rev;
     struct event wev;
     struct event tev;
@@ -139,6 +144,9 @@ int pd_conn_open(pd_worker_t *w, int fd)
     c->out = evbuffer_new();
     if (c->in == NULL || c->out == NULL)
         goto fail;
+    if (w->cfg->request_region &&
+        (c->region = pd_region_create(w->cfg->region_block)) == NULL)
+        goto fail;
     c->w = w;
     c->fd = fd;
     c->state = C_HEAD;
@@ -167,6 +175,7 @@ fail:
             evbuffer_free(c->in);
         if (c->out != NULL)
             evbuffer_free(c->out);
+        pd_region_destroy(c->region);
         free(c);
     }
     close(fd);
@@ -185,6 +194,7 @@ void pd_conn_close(pd_conn_t *c)
     evbuffer_free(c->out);
     if (c->pending != NULL)
         evbuffer_free(c->pending);
+    pd_region_destroy(c->region);
     if (c->prev != NULL)
         c->prev->next = c->next;
     else
@@ -295,6 +305,7 @@ static int conn_read_head(pd_conn_t *c)
     size_t hlen;
     bool has_body;
     int status;
+    int sent;
 
     buf = (const char *)evbuffer_pullup(c->in, (ev_ssize_t)want);
     if (buf == NULL)
@@ -327,6 +338,7 @@ static int conn_read_head(pd_conn_t *c)
     ctx.worker_index = w->index;
     ctx.pid = w->pid;
     ctx.keep_alive = req->keep_alive && !w->stopping;
+    ctx.region = c->region;
     has_body = req->chunked || req->content_length > 0;
     dst = c->out;
     if (has_body) {
@@ -343,11 +355,19 @@ static int conn_read_head(pd_conn_t *c)
             return STEP_CLOSED;
         }
     }
-    if (pd_route_dispatch(req, &ctx, dst) == PD_ERROR) {
+    sent = pd_route_dispatch(req, &ctx, dst);
+    /* The response is in dst by now: nothing points into the region. */
+    if (c->region != NULL)
+        pd_region_reset(c->region);
+    if (sent == PD_ERROR) {
         /* A half-written response cannot be taken back out of the buffer. */
         pd_log(PD_LOG_WARN, ENOMEM, "fd %d: cannot build a response", c->fd);
         pd_conn_close(c);
         return STEP_CLOSED;
+    }
+    if (sent == 500) {
+        pd_log(PD_LOG_WARN, ENOMEM, "fd %d: out of memory, answered 500", c->fd);
+        ctx.keep_alive = false;     /* the 500 said "Connection: close" */
     }
     if (pd_log_enabled(PD_LOG_TRACE))
         pd_log(PD_LOG_TRACE, 0, "fd %d: %s %.*s", c->fd,

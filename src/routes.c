@@ -2,9 +2,10 @@
  *
  * "/" names the allocator, worker and pid; "/plaintext" is the cheapest
  * possible answer (no heap allocation of its own); "/heavy" is the
- * allocation-heavy workload the allocators are measured on; "/stats"
- * reports every worker's counters and the allocator's.  pd_route_dispatch
- * is the entry.
+ * allocation-heavy workload the allocators are measured on (from malloc,
+ * or from a per-connection region with --request-region); "/stats"
+ * reports every worker's counters, the allocator's, and whether regions
+ * are on.  pd_route_dispatch is the entry.
  */
 #include "config.h"
 
@@ -104,7 +105,9 @@ static int pd_route_stats(const pd_request_t *req, const pd_route_ctx_t *ctx,
         need = pd_alloc_stats_json(alloc, cap);
     }
     if (evbuffer_add(body, "],\"allocator\":", 14) != 0 ||
-        evbuffer_add(body, alloc, need) != 0 || evbuffer_add(body, "}", 1) != 0)
+        evbuffer_add(body, alloc, need) != 0 ||
+        evbuffer_add_printf(body, ",\"request_region\":%s}",
+                            ctx->region != NULL ? "true" : "false") < 0)
         goto fail;
     if (pd_http_write_head(out, 200, PD_JSON, evbuffer_get_length(body), ctx->keep_alive,
                            req->version_minor == 0, false) != PD_OK)
@@ -130,7 +133,12 @@ fail:
  *   + 1                             (the 1 KiB render buffer)
  * = 3 * headers + 92.  Nodes are 104 bytes and response values 65..112, so
  * most allocations land between 64 and 128 bytes, where web servers'
- * header maps put them. */
+ * header maps put them.
+ *
+ * With --request-region the same code allocates from the connection's
+ * region and its frees do nothing: the caller resets the region after the
+ * request.  Only pd_heavy_malloc and pd_heavy_free know which it is, so
+ * the two arms of the comparison differ in nothing else. */
 
 #define PD_HEAVY_BUCKETS 64
 #define PD_HEAVY_BUF 1024
@@ -155,15 +163,22 @@ typedef struct pd_hmap_s {
     pd_hnode_t *first;
     pd_hnode_t **tail;
     unsigned *allocs;
+    pd_region_t *region;        /* NULL: malloc and free */
 } pd_hmap_t;
 
 static void *pd_heavy_malloc(pd_hmap_t *m, size_t n)
 {
-    void *p = malloc(n);
+    void *p = m->region != NULL ? pd_region_alloc(m->region, n) : malloc(n);
 
     if (p != NULL)
         (*m->allocs)++;
     return p;
+}
+
+static void pd_heavy_free(pd_hmap_t *m, void *p)
+{
+    if (m->region == NULL)
+        free(p);
 }
 
 static uint64_t pd_heavy_hash(const char *s, size_t n)
@@ -202,9 +217,9 @@ static int pd_hmap_add(pd_hmap_t *m, const char *k, size_t kn, const char *v, si
     node->key = pd_heavy_strdup(m, k, kn);
     node->value = pd_heavy_strdup(m, v, vn);
     if (node->key == NULL || node->value == NULL) {
-        free(node->key);
-        free(node->value);
-        free(node);
+        pd_heavy_free(m, node->key);
+        pd_heavy_free(m, node->value);
+        pd_heavy_free(m, node);
         return PD_ERROR;
     }
     node->klen = kn;
@@ -230,12 +245,12 @@ static void pd_hmap_free(pd_hmap_t *m)
     while (n != NULL) {
         pd_hnode_t *next = n->order;
 
-        free(n->key);
-        free(n->value);
-        free(n);
+        pd_heavy_free(m, n->key);
+        pd_heavy_free(m, n->value);
+        pd_heavy_free(m, n);
         n = next;
     }
-    free(m->buckets);
+    pd_heavy_free(m, m->buckets);
 }
 
 /* Output through a fixed buffer: the count of allocations must not depend
@@ -283,7 +298,7 @@ static size_t pd_heavy_value(char *buf, int i, const pd_route_ctx_t *ctx, unsign
 int pd_route_heavy(const pd_request_t *req, const pd_route_ctx_t *ctx,
                    struct evbuffer *out, unsigned *allocs)
 {
-    pd_hmap_t m = {NULL, NULL, NULL, allocs};
+    pd_hmap_t m = {NULL, NULL, NULL, allocs, ctx->region};
     pd_render_t r = {out, NULL, 0, PD_OK};
     uint64_t body_len = 0;
     int rc = PD_ERROR;
@@ -354,7 +369,7 @@ int pd_route_heavy(const pd_request_t *req, const pd_route_ctx_t *ctx,
     if (r.rc == PD_OK)
         rc = PD_OK;
 fail:
-    free(r.buf);
+    pd_heavy_free(&m, r.buf);
     pd_hmap_free(&m);
     return rc;
 }
@@ -371,6 +386,7 @@ int pd_route_dispatch(const pd_request_t *req, const pd_route_ctx_t *ctx,
     static const char not_allowed[] = "405 Method Not Allowed\n";
     enum { R_ROOT, R_PLAINTEXT, R_HEAVY, R_STATS, R_NONE } route;
     unsigned allocs;
+    size_t before;
 
     if (pd_path_is(req, "/"))
         route = R_ROOT;
@@ -399,7 +415,15 @@ int pd_route_dispatch(const pd_request_t *req, const pd_route_ctx_t *ctx,
     case R_PLAINTEXT:
         return pd_route_plaintext(req, ctx, out);
     case R_HEAVY:
-        return pd_route_heavy(req, ctx, out, &allocs) == PD_OK ? 200 : PD_ERROR;
+        before = evbuffer_get_length(out);
+        if (pd_route_heavy(req, ctx, out, &allocs) == PD_OK)
+            return 200;
+        /* Out of memory before the first byte of the response: there is
+         * still room to say so. */
+        if (evbuffer_get_length(out) == before &&
+            pd_http_write_error(out, 500, pd_head_only(req)) == PD_OK)
+            return 500;
+        return PD_ERROR;
     default:
         return pd_route_stats(req, ctx, out);
     }

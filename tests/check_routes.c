@@ -1,6 +1,7 @@
 /* Unit tests of route dispatch and of /heavy's allocation contract. */
 #include "config.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,46 +12,87 @@
 
 /* Count the process's real heap allocations while `counting` is set: this
  * binary's malloc and calloc wrap glibc's, so the count covers every call
- * /heavy makes, not just the ones it reports. */
+ * /heavy makes, not just the ones it reports.  `live` follows what malloc
+ * and calloc gave and free took back, and fail_after >= 0 lets that many
+ * more calls succeed before they fail with ENOMEM. */
 extern void *__libc_malloc(size_t n);
 extern void *__libc_calloc(size_t n, size_t size);
+extern void __libc_free(void *p);
 static volatile bool counting;
 static unsigned counted;
+static long live;
+static long fail_after = -1;
+
+static bool injected_failure(void)
+{
+    if (fail_after == 0) {
+        errno = ENOMEM;
+        return true;
+    }
+    if (fail_after > 0)
+        fail_after--;
+    return false;
+}
 
 void *malloc(size_t n)
 {
+    void *p;
+
     if (counting)
         counted++;
-    return __libc_malloc(n);
+    if (injected_failure())
+        return NULL;
+    if ((p = __libc_malloc(n)) != NULL)
+        live++;
+    return p;
 }
 
 void *calloc(size_t n, size_t size)
 {
+    void *p;
+
     if (counting)
         counted++;
-    return __libc_calloc(n, size);
+    if (injected_failure())
+        return NULL;
+    if ((p = __libc_calloc(n, size)) != NULL)
+        live++;
+    return p;
+}
+
+void free(void *p)
+{
+    if (p != NULL)
+        live--;
+    __libc_free(p);
 }
 
 static const pd_limits_t lim = {65536, 1 << 20};
-static const pd_route_ctx_t ctx = {3, 4242, true};
+static const pd_route_ctx_t ctx = {3, 4242, true, NULL};
 static pd_request_t req;
 static http_parser parser;
 static char resp[70000];
 
-/* Parse head, dispatch it, and leave the response NUL-terminated in resp. */
-static int dispatch(const char *head)
+/* Parse head, dispatch it with *c, and leave the response NUL-terminated
+ * in resp. */
+static int dispatch_ctx(const char *head, const pd_route_ctx_t *c)
 {
     struct evbuffer *out = evbuffer_new();
     int status;
     size_t n;
 
     ck_assert_int_eq(pd_http_parse_head(&req, &parser, head, strlen(head), &lim), 0);
-    status = pd_route_dispatch(&req, &ctx, out);
+    status = pd_route_dispatch(&req, c, out);
     n = evbuffer_remove(out, resp, sizeof(resp) - 1);
     resp[n] = '\0';
     ck_assert_uint_eq(evbuffer_get_length(out), 0);
     evbuffer_free(out);
     return status;
+}
+
+static int dispatch(const char *head)
+{
+    return dispatch_ctx(head, &ctx);
 }
 
 static const char *body(void)
@@ -153,9 +195,20 @@ START_TEST(test_stats)
                                          "\"allocator\":{"));
     ck_assert_int_eq(content_length(), (long)strlen(body()));
     ck_assert_int_eq(body()[strlen(body()) - 1], '}');
+    ck_assert_msg(strstr(body(), "},\"request_region\":false}") ==
+                  body() + strlen(body()) - 25, "%s", body());
     pd_stats_end(1);
     ck_assert_int_eq(dispatch("GET /stats HTTP/1.1\r\nHost: a\r\n\r\n"), 200);
     ck_assert_ptr_nonnull(strstr(body(), "{\"index\":1,\"pid\":0,"));
+    {
+        pd_route_ctx_t rctx = ctx;
+
+        rctx.region = pd_region_create(0);
+        ck_assert_int_eq(dispatch_ctx("GET /stats HTTP/1.1\r\nHost: a\r\n\r\n", &rctx), 200);
+        ck_assert_msg(strstr(body(), "},\"request_region\":true}") ==
+                      body() + strlen(body()) - 24, "%s", body());
+        pd_region_destroy(rctx.region);
+    }
 }
 END_TEST
 
@@ -224,6 +277,128 @@ START_TEST(test_heavy_output)
 }
 END_TEST
 
+/* A request with n fields "X-Field-i: value number i of the test" (Host
+ * first), parsed into req. */
+static void heavy_request(unsigned n, bool head)
+{
+    static char buf[16384];
+
+    snprintf(buf, sizeof(buf), "%s /heavy HTTP/1.1\r\nHost: a\r\n", head ? "HEAD" : "GET");
+    for (unsigned i = 0; i < n; i++)
+        snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf),
+                 "X-Field-%u: value number %u of the test\r\n", i, i);
+    strcat(buf, "\r\n");
+    ck_assert_int_eq(pd_http_parse_head(&req, &parser, buf, strlen(buf), &lim), 0);
+}
+
+/* With a region, /heavy makes the same count of allocations and writes
+ * the same bytes as with malloc, also when the region is reused; it takes
+ * nothing from malloc once the region's block holds a whole request, and
+ * few blocks when it does not. */
+START_TEST(test_heavy_region)
+{
+    static const unsigned counts[] = {0, 1, 5, 40, PD_MAX_HEADERS - 1};
+    pd_route_ctx_t rctx = ctx;
+    pd_region_t *big = pd_region_create(256 * 1024);
+    pd_region_t *small = pd_region_create(0);
+
+    ck_assert_ptr_nonnull(big);
+    ck_assert_ptr_nonnull(small);
+    for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+        struct evbuffer *want = evbuffer_new(), *got = evbuffer_new();
+        unsigned allocs = 0, in_big, in_small;
+        int rc;
+
+        heavy_request(counts[k], false);
+        ck_assert_int_eq(pd_route_heavy(&req, &ctx, want, &allocs), PD_OK);
+        ck_assert_uint_eq(allocs, PD_HEAVY_ALLOCS(counts[k] + 1));
+        for (int round = 0; round < 3; round++) {
+            rctx.region = round < 2 ? big : small;
+            ck_assert_int_eq(evbuffer_expand(got, 65536), 0);
+            counted = 0;
+            counting = true;
+            rc = pd_route_heavy(&req, &rctx, got, &allocs);
+            counting = false;
+            ck_assert_int_eq(rc, PD_OK);
+            ck_assert_uint_eq(allocs, PD_HEAVY_ALLOCS(counts[k] + 1));
+            if (round < 2) {
+                in_big = counted;
+                ck_assert_uint_eq(in_big, 0);
+            } else {
+                /* 4 KiB blocks: a block per ~16 allocations at most. */
+                in_small = counted;
+                ck_assert_uint_gt(in_small, 0);
+                ck_assert_uint_le(in_small, allocs / 8);
+            }
+            ck_assert_uint_eq(evbuffer_get_length(got), evbuffer_get_length(want));
+            ck_assert(memcmp(evbuffer_pullup(got, -1), evbuffer_pullup(want, -1),
+                             evbuffer_get_length(want)) == 0);
+            evbuffer_drain(got, evbuffer_get_length(got));
+            pd_region_reset(rctx.region);
+            ck_assert_uint_eq(pd_region_held(rctx.region), round < 2 ? 256 * 1024 : 4096);
+        }
+        evbuffer_free(want);
+        evbuffer_free(got);
+    }
+    pd_region_destroy(big);
+    pd_region_destroy(small);
+}
+END_TEST
+
+/* Out of memory at each of /heavy's allocations in turn, from malloc or
+ * for a region's block: a 500 that closes the connection, nothing leaked,
+ * until enough memory lets the request through. */
+START_TEST(test_heavy_oom)
+{
+    const bool use_region = _i == 1;
+    pd_route_ctx_t rctx = ctx;
+    struct evbuffer *out = evbuffer_new();
+    unsigned fails = 0;
+    long k;
+    int status = 0;
+
+    /* 256-byte blocks: the region asks malloc for many blocks and for a
+     * chunk of its own for the bucket array, so its failures hit every
+     * path of the slow allocation. */
+    rctx.region = use_region ? pd_region_create(PD_REGION_BLOCK_MIN) : NULL;
+    ck_assert(!use_region || rctx.region != NULL);
+    heavy_request(3, false);
+    for (k = 0; k < 400; k++) {
+        long before, after;
+        size_t n;
+
+        ck_assert_int_eq(evbuffer_expand(out, 65536), 0);
+        before = live;
+        fail_after = k;
+        status = pd_route_dispatch(&req, &rctx, out);
+        fail_after = -1;
+        if (rctx.region != NULL)
+            pd_region_reset(rctx.region);
+        after = live;
+        ck_assert_int_eq(after, before);
+        n = evbuffer_remove(out, resp, sizeof(resp) - 1);
+        resp[n] = '\0';
+        if (status == 200)
+            break;
+        ck_assert_int_eq(status, 500);
+        ck_assert_msg(strncmp(resp, "HTTP/1.1 500 Internal Server Error\r\n", 36) == 0,
+                      "%s", resp);
+        ck_assert_ptr_nonnull(strstr(resp, "\r\nConnection: close\r\n"));
+        ck_assert_str_eq(body(), "500 Internal Server Error\n");
+        fails++;
+    }
+    ck_assert_int_eq(status, 200);
+    if (use_region) {
+        ck_assert_uint_gt(fails, 5);
+        ck_assert_uint_lt(fails, PD_HEAVY_ALLOCS(4));
+    } else {
+        ck_assert_uint_eq(fails, PD_HEAVY_ALLOCS(4));
+    }
+    pd_region_destroy(rctx.region);
+    evbuffer_free(out);
+}
+END_TEST
+
 Suite *make_routes_suite(void)
 {
     Suite *s = suite_create("routes");
@@ -240,6 +415,8 @@ Suite *make_routes_suite(void)
     tcase_add_test(tc, test_heavy_allocs);
     tcase_add_test(tc, test_heavy_real_allocs);
     tcase_add_test(tc, test_heavy_output);
+    tcase_add_test(tc, test_heavy_region);
+    tcase_add_loop_test(tc, test_heavy_oom, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }
