@@ -1,17 +1,28 @@
-/* End to end: poold's workers are killed under load and the server keeps
- * serving.  The test runs the real binary ($POOLD, -w 2) on 127.0.0.1,
- * loads it from two forked clients on keep-alive connections, and kills a
- * random worker with SIGKILL every 200 ms for 20 s.  Each connection learns
- * which worker serves it from its first response (`/` names the pid), so a
- * failed request can be told apart: on a killed worker's connection, or
- * not.  Afterwards the master is alive, both workers serve, and with the
- * pool /stats shows a reap per kill, nothing leaked and (debug builds)
- * pool_check()'s verdict.  Entry point: make_crash_e2e_suite().
+/* End to end: poold's workers die, and the master copes.  The tests run
+ * the real binary ($POOLD, -w 2) on 127.0.0.1 and read its stderr through
+ * a logger that stamps every line with the kernel's send time.
+ *
+ * - Kills at the asked rate: two forked clients load the server on
+ *   keep-alive connections while the test kills a random ready worker
+ *   (from /stats) with SIGKILL every 200 ms for 20 s.  Each connection
+ *   learns its worker from its first response (`/` names the pid), so a
+ *   failed request is told apart: on a killed worker's connection, or not.
+ *   Afterwards the master is alive, both workers serve, and with the pool
+ *   /stats shows a reap per kill, nothing leaked and (debug builds)
+ *   pool_check()'s verdict.
+ * - The crash-loop back-off: with the master's descriptor limit lowered,
+ *   a new worker cannot set up its event loop and dies before it is
+ *   ready; its restarts spread out (100, 200, 400 ms ... at least), and a
+ *   worker that gets going again resets the back-off.
+ * - The watchdog (pool debug builds): a worker stopped inside a pool lock
+ *   is killed and the lock recovered.
+ * Entry point: make_crash_e2e_suite().
  */
 #include "config.h"
 
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -23,6 +34,7 @@
 #include <netinet/in.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -31,9 +43,13 @@
 
 #define KILL_EVERY_MS 200
 #define KILL_FOR_MS 20000
+#define TICKS (KILL_FOR_MS / KILL_EVERY_MS)
+#define MIN_KILLS (TICKS * 9 / 10)  /* a tick with no ready worker is missed */
 #define CLIENTS 2
-#define MAX_KILLS 256
-#define REPLY_TIMEOUT_S 10 /* a worker in crash-loop back-off restarts within 5 s */
+#define MAX_KILLS TICKS
+#define REPLY_TIMEOUT_S 10  /* a loaded 2-core machine can stall a debug build for seconds */
+#define LOOP_DEATHS 5       /* deaths before ready watched: back-offs 100 to 1600 ms */
+#define BACKOFF_FIRST_MS 100  /* the master's first crash-loop back-off */
 
 /* What the clients and the killer share (MAP_SHARED, outside any heap). */
 typedef struct shared_s {
@@ -55,10 +71,64 @@ typedef struct shared_s {
 
 typedef struct srv_s {
     pid_t pid;
+    pid_t logger;           /* files the server's stderr, stamped */
     int port;
     char allocator[32];
     char log[64];
 } srv_t;
+
+/* The server's stderr is a SOCK_SEQPACKET socket: each write(2) of a log
+ * line is one packet, stamped by the kernel when it is sent.  This process
+ * files every line as "@<microseconds> <line>", so the timing of the
+ * master's decisions is measured when they were logged, not when the test
+ * got round to reading them.  It ends at end of file, when the server and
+ * all its workers have closed their stderr.  The stamps are the kernel's
+ * CLOCK_REALTIME: slewed like the monotonic clock, stepped only by hand. */
+static void logger_run(int sock, const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0600);
+    int one = 1;
+    bool line_start = true;
+
+    if (fd < 0 || setsockopt(sock, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) != 0)
+        _exit(1);
+    for (;;) {
+        char data[8192], out[8256];
+        union {
+            char buf[CMSG_SPACE(sizeof(struct timespec))];
+            struct cmsghdr align;
+        } ctl;
+        struct iovec iov = {data, sizeof(data)};
+        struct msghdr msg;
+        struct timespec ts = {0, 0};
+        size_t n = 0;
+        ssize_t got;
+
+        memset(&msg, 0, sizeof(msg));
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = ctl.buf;
+        msg.msg_controllen = sizeof(ctl.buf);
+        got = recvmsg(sock, &msg, 0);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            break;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c))
+            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS)
+                memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+        if (line_start)
+            n = (size_t)snprintf(out, sizeof(out), "@%lld ",
+                                 (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
+        memcpy(out + n, data, (size_t)got);
+        n += (size_t)got;
+        line_start = data[got - 1] == '\n';
+        /* One write per packet: a reader never sees a stamp without its line. */
+        if (write(fd, out, n) != (ssize_t)n)
+            _exit(1);
+    }
+    _exit(0);
+}
 
 /* The server's stderr so far, NUL-terminated (static buffer). */
 static const char *srv_log(const srv_t *s)
@@ -80,15 +150,25 @@ static void srv_start(srv_t *s, const char *crash)
 {
     const char *bin = getenv("POOLD");
     const char *line;
+    int sv[2];
     long end;
 
     ck_assert_msg(bin != NULL, "POOLD is not set (run through make check)");
     memset(s, 0, sizeof(*s));
     snprintf(s->log, sizeof(s->log), "/tmp/poold-crash-%d.log", (int)getpid());
+    unlink(s->log);
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+    s->logger = fork();
+    ck_assert_int_ge(s->logger, 0);
+    if (s->logger == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        close(sv[1]);
+        logger_run(sv[0], s->log);
+    }
     s->pid = fork();
     ck_assert_int_ge(s->pid, 0);
     if (s->pid == 0) {
-        if (freopen(s->log, "w", stderr) == NULL || freopen("/dev/null", "w", stdout) == NULL)
+        if (dup2(sv[1], STDERR_FILENO) < 0 || freopen("/dev/null", "w", stdout) == NULL)
             _exit(127);
         if (crash != NULL)
             setenv("SHMPOOL_CRASH", crash, 1);
@@ -97,6 +177,8 @@ static void srv_start(srv_t *s, const char *crash)
         execl(bin, bin, "-w", "2", "-p", "0", "--no-pin", (char *)NULL);
         _exit(127);
     }
+    close(sv[0]);
+    close(sv[1]);
     end = test_now_ms() + 5000;
     while ((line = strstr(srv_log(s), "info: started ")) == NULL) {
         ck_assert_msg(test_now_ms() < end, "no start-up line within 5 s: %s", srv_log(s));
@@ -106,8 +188,39 @@ static void srv_start(srv_t *s, const char *crash)
     ck_assert_int_eq(sscanf(strstr(line, "listen="), "listen=127.0.0.1:%d", &s->port), 1);
 }
 
+/* SIGTERM the server: it must exit 0 within 5 s. */
+static void srv_stop(srv_t *s)
+{
+    int status;
+
+    kill(s->pid, SIGTERM);
+    for (long end = test_now_ms() + 5000; waitpid(s->pid, &status, WNOHANG) == 0;) {
+        ck_assert_msg(test_now_ms() < end, "poold did not stop within 5 s");
+        test_sleep_ms(10);
+    }
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "poold status %#x", status);
+}
+
+/* Once the server and its workers are gone: the logger files the last
+ * lines and ends; then the log goes. */
+static void srv_end(srv_t *s)
+{
+    int status;
+
+    for (long end = test_now_ms() + 5000; waitpid(s->logger, &status, WNOHANG) == 0;) {
+        if (test_now_ms() >= end) {
+            kill(s->logger, SIGKILL);
+            waitpid(s->logger, &status, 0);
+            break;
+        }
+        test_sleep_ms(10);
+    }
+    unlink(s->log);
+}
+
 /* Current worker pids from the master's log (start-up line, then every
- * replacement); 0 for a worker in back-off. */
+ * replacement); 0 for a worker in back-off.  Unlike /stats, this also
+ * names workers that are not ready, or stopped. */
 static void srv_workers(const srv_t *s, pid_t w[2])
 {
     const char *log = srv_log(s), *p;
@@ -118,17 +231,67 @@ static void srv_workers(const srv_t *s, pid_t w[2])
     ck_assert_int_eq(sscanf(p, "pids=%d,%d", &a, &b), 2);
     w[0] = a;
     w[1] = b;
-    for (p = log; (p = strstr(p, "\n")) != NULL; p++) {
-        if (sscanf(p + 1, "%*[^:]: warn: worker %d (pid %d) killed by signal 9; replaced by pid %d",
+    for (p = log; (p = strchr(p, '\n')) != NULL; p++) {
+        if (sscanf(p + 1, "%*[^:]: warn: worker %d (pid %d) %*[^;]; replaced by pid %d",
                    &i, &dead, &fresh) == 3 && i >= 0 && i < 2)
             w[i] = fresh;
-        else if (sscanf(p + 1, "%*[^:]: warn: worker %d (pid %d) killed by signal 9; restarting",
+        else if (sscanf(p + 1, "%*[^:]: warn: worker %d (pid %d) %*[^;]; restarting in",
                         &i, &dead) == 2 && i >= 0 && i < 2)
             w[i] = 0;
         else if (sscanf(p + 1, "%*[^:]: warn: worker %d restarted as pid %d", &i, &fresh) == 2 &&
                  i >= 0 && i < 2)
             w[i] = fresh;
     }
+}
+
+/* One death of a worker, from the master's line about it. */
+typedef struct death_s {
+    long long at_us;        /* when the master logged it (kernel stamp) */
+    pid_t pid;
+    bool ready;             /* it had become ready: no "before it was ready" */
+    long delay_ms;          /* "restarting in N ms"; -1 for "replaced by pid N" */
+} death_t;
+
+/* The deaths of slot i's workers so far, in order; returns how many (at
+ * most cap). */
+static int srv_deaths(const srv_t *s, int slot, death_t *d, int cap)
+{
+    const char *line = srv_log(s), *next;
+    int n = 0;
+
+    for (; n < cap && (next = strchr(line, '\n')) != NULL; line = next + 1) {
+        long long at;
+        int i, pid, used = 0;
+        char how[96];
+
+        if (sscanf(line, "@%lld poold[%*d]: warn: worker %d (pid %d) %95[^;]; %n", &at, &i,
+                   &pid, how, &used) != 4 || used == 0 || i != slot)
+            continue;
+        if (sscanf(line + used, "restarting in %ld ms", &d[n].delay_ms) != 1) {
+            if (strncmp(line + used, "replaced by pid ", 16) != 0)
+                continue;
+            d[n].delay_ms = -1;
+        }
+        d[n].at_us = at;
+        d[n].pid = pid;
+        d[n].ready = strstr(how, " before it was ready") == NULL;
+        n++;
+    }
+    return n;
+}
+
+/* Wait up to ms for slot i's want-th death; returns how many there are. */
+static int srv_wait_deaths(const srv_t *s, int slot, death_t *d, int want, long ms)
+{
+    long end = test_now_ms() + ms;
+    int n;
+
+    while ((n = srv_deaths(s, slot, d, want)) < want) {
+        ck_assert_msg(test_now_ms() < end, "%d of %d deaths of worker %d within %ld ms: %s", n,
+                      want, slot, ms, srv_log(s));
+        test_sleep_ms(10);
+    }
+    return n;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -280,14 +443,52 @@ static void assert_two_serve(int port)
     }
 }
 
+/* The pids /stats lists for the two worker slots: a worker is listed once
+ * it is ready, until the master reaps it; 0 for a slot without one.
+ * Returns false when /stats did not answer. */
+static bool stats_workers(int port, pid_t w[2])
+{
+    static char body[65536];
+    int fd = cl_connect(port);
+    int st;
+
+    if (fd < 0)
+        return false;
+    st = cl_get(fd, "/stats", body, sizeof(body));
+    close(fd);
+    if (st != 200)
+        return false;
+    for (int i = 0; i < 2; i++) {
+        char key[32];
+        const char *p;
+
+        snprintf(key, sizeof(key), "{\"index\":%d,\"pid\":", i);
+        if ((p = strstr(body, key)) == NULL)
+            return false;
+        w[i] = atoi(p + strlen(key));
+    }
+    return true;
+}
+
+/* Wait up to 15 s until /stats lists both slots' workers as ready. */
+static void wait_ready(int port, pid_t w[2])
+{
+    long end = test_now_ms() + 15000;
+
+    while (!stats_workers(port, w) || w[0] == 0 || w[1] == 0) {
+        ck_assert_msg(test_now_ms() < end, "two workers not ready within 15 s");
+        test_sleep_ms(10);
+    }
+}
+
 START_TEST(test_kill_workers_under_load)
 {
     shared_t *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
                         -1, 0);
     pid_t clients[CLIENTS];
-    pid_t seen[2] = {0, 0};
     srv_t s;
-    long ok = 0, failed_killed = 0, failed_unknown = 0;
+    long ok = 0, failed_killed = 0, failed_unknown = 0, t0;
+    int late = 0, no_stats = 0, none_ready = 0;
     int status, fd;
     char body[65536];
     const char *p;
@@ -299,33 +500,51 @@ START_TEST(test_kill_workers_under_load)
         clients[c] = fork();
         ck_assert_int_ge(clients[c], 0);
         if (clients[c] == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
             client_run(sh, c, s.port);
             _exit(0);
         }
     }
     srand((unsigned)getpid());
-    for (long t0 = test_now_ms(); test_now_ms() - t0 < KILL_FOR_MS && sh->nkilled < MAX_KILLS;) {
-        pid_t w[2];
-        int i = rand() % 2;
+    /* A tick on the schedule t0 + k * 200 ms; one that the previous tick
+     * overran by a whole period is missed, never made up in a burst. */
+    t0 = test_now_ms();
+    for (int tick = 1; tick <= TICKS; tick++) {
+        long behind = test_now_ms() - (t0 + (long)tick * KILL_EVERY_MS);
+        pid_t w[2], ready[2], victim;
+        int n = 0;
 
-        test_sleep_ms(KILL_EVERY_MS);
-        srv_workers(&s, w);
-        /* Only workers seen a tick ago: they have attached (the first
-         * thing a worker does), so each kill leaves something to reap. */
-        for (int k = 0; k < 2; k++)
-            if (w[k] != 0 && w[k] != seen[k]) {
-                seen[k] = w[k];
-                w[k] = 0;
-            }
-        if (w[i] == 0)
-            i = 1 - i;
-        if (w[i] == 0 || was_killed(sh, w[i]))
+        if (behind >= KILL_EVERY_MS) {
+            late++;
             continue;
-        sh->killed[sh->nkilled] = w[i];
+        }
+        if (behind < 0)
+            test_sleep_ms(-behind);
+        if (!stats_workers(s.port, w)) {
+            no_stats++;
+            continue;
+        }
+        /* Ready workers only: each has attached (so its kill leaves
+         * something to reap), and its death is not a failed start. */
+        for (int k = 0; k < 2; k++)
+            if (w[k] != 0 && !was_killed(sh, w[k]))
+                ready[n++] = w[k];
+        if (n == 0) {
+            none_ready++;
+            continue;
+        }
+        victim = ready[rand() % n];
+        /* Recorded before it is sent, so a client can blame its failure. */
+        sh->killed[sh->nkilled] = victim;
         __atomic_store_n(&sh->nkilled, sh->nkilled + 1, __ATOMIC_RELEASE);
-        kill(w[i], SIGKILL);
+        ck_assert_msg(kill(victim, SIGKILL) == 0, "kill(%d): %s", (int)victim, strerror(errno));
     }
     ck_assert_msg(waitpid(s.pid, &status, WNOHANG) == 0, "the master died: %s", srv_log(&s));
+    fprintf(stderr, "crash e2e: %d kills in %d ticks (missed: %d late, %d without /stats, "
+            "%d without a ready worker)\n", sh->nkilled, TICKS, late, no_stats, none_ready);
+    ck_assert_msg(sh->nkilled >= MIN_KILLS, "%d kills in %d ticks, at least %d wanted "
+                  "(missed: %d late, %d without /stats, %d without a ready worker)",
+                  sh->nkilled, TICKS, MIN_KILLS, late, no_stats, none_ready);
     assert_two_serve(s.port);
     sh->stop = 1;
     for (int c = 0; c < CLIENTS; c++) {
@@ -341,10 +560,8 @@ START_TEST(test_kill_workers_under_load)
      * worker killed at that moment: at most one per client and kill. */
     ck_assert_int_le(failed_unknown, (long)CLIENTS * sh->nkilled);
     ck_assert_int_gt(ok, 1000);
-    ck_assert_int_ge(sh->nkilled, KILL_FOR_MS / KILL_EVERY_MS / 10);
-    fprintf(stderr, "crash e2e: %d kills, %ld requests served, %ld failed on killed workers' "
-            "connections, %ld before the first answer\n", sh->nkilled, ok, failed_killed,
-            failed_unknown);
+    fprintf(stderr, "crash e2e: %ld requests served, %ld failed on killed workers' "
+            "connections, %ld before the first answer\n", ok, failed_killed, failed_unknown);
 
     fd = cl_connect(s.port);
     ck_assert_int_ge(fd, 0);
@@ -364,14 +581,89 @@ START_TEST(test_kill_workers_under_load)
             ck_assert_msg(strstr(body, "\"check\":\"ok\"") != NULL, "pool_check: %s", body);
         ck_assert_ptr_nonnull(strstr(srv_log(&s), "info: pool: reaped pid "));
     }
-    kill(s.pid, SIGTERM);
-    for (long end = test_now_ms() + 5000; waitpid(s.pid, &status, WNOHANG) == 0;) {
-        ck_assert_msg(test_now_ms() < end, "poold did not stop within 5 s");
-        test_sleep_ms(10);
-    }
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "poold status %#x", status);
-    unlink(s.log);
+    srv_stop(&s);
+    srv_end(&s);
     munmap(sh, sizeof(*sh));
+}
+END_TEST
+
+/* Lower the master's soft descriptor limit to what its workers already
+ * hold (their forks inherit it), or give back the saved one. */
+static void nofile_set(const srv_t *s, struct rlimit *saved, bool low)
+{
+    struct rlimit rl;
+
+    if (!low) {
+        ck_assert_int_eq(prlimit(s->pid, RLIMIT_NOFILE, saved, NULL), 0);
+        return;
+    }
+    ck_assert_int_eq(prlimit(s->pid, RLIMIT_NOFILE, NULL, saved), 0);
+    rl = *saved;
+    rl.rlim_cur = 3;
+    ck_assert_int_eq(prlimit(s->pid, RLIMIT_NOFILE, &rl, NULL), 0);
+}
+
+/* A worker that cannot set up its event loop -- a real failure: no
+ * descriptor for its epoll instance or its signal pipe -- dies before it
+ * is ready, and its restarts back off: the master's lines about two such
+ * deaths in a row are at least the announced 100, 200, 400, 800 ms apart
+ * (lower bounds only: a loaded machine only ever adds to them).  A worker
+ * that gets going again resets the back-off; a ready worker killed is
+ * replaced at once. */
+START_TEST(test_backoff_only_before_ready)
+{
+    death_t d[LOOP_DEATHS + 8];
+    struct rlimit saved;
+    pid_t w[2];
+    srv_t s;
+    int n;
+
+    srv_start(&s, NULL);
+    wait_ready(s.port, w);
+    nofile_set(&s, &saved, true);
+    ck_assert_int_eq(kill(w[0], SIGKILL), 0);
+    srv_wait_deaths(&s, 0, d, 1 + LOOP_DEATHS, 20000);
+    nofile_set(&s, &saved, false);
+
+    fprintf(stderr, "crash e2e: deaths before ready, ms apart (back-off):");
+    for (int k = 2; k <= LOOP_DEATHS; k++)
+        fprintf(stderr, " %.1f (%ld)", (double)(d[k].at_us - d[k - 1].at_us) / 1000,
+                d[k - 1].delay_ms);
+    fprintf(stderr, "\n");
+    ck_assert_int_eq(d[0].pid, w[0]);
+    ck_assert_msg(d[0].ready && d[0].delay_ms == -1, "a ready worker killed is replaced at once");
+    for (int k = 1; k <= LOOP_DEATHS; k++) {
+        ck_assert_msg(!d[k].ready, "death %d of pid %d: not before ready", k, (int)d[k].pid);
+        ck_assert_int_eq(d[k].delay_ms, BACKOFF_FIRST_MS << (k - 1));
+        if (k > 1)
+            ck_assert_msg(d[k].at_us - d[k - 1].at_us >= d[k - 1].delay_ms * 1000,
+                          "deaths %d and %d of worker 0 %lld us apart, back-off %ld ms", k - 1,
+                          k, d[k].at_us - d[k - 1].at_us, d[k - 1].delay_ms);
+    }
+
+    /* A worker that gets going resets the back-off: its successors that
+     * fail to start wait 100 ms, then 200 ms, again. */
+    wait_ready(s.port, w);
+    n = srv_deaths(&s, 0, d, (int)(sizeof(d) / sizeof(d[0])));
+    ck_assert_int_le(n + 3, (int)(sizeof(d) / sizeof(d[0])));
+    nofile_set(&s, &saved, true);
+    ck_assert_int_eq(kill(w[0], SIGKILL), 0);
+    srv_wait_deaths(&s, 0, d, n + 3, 20000);
+    nofile_set(&s, &saved, false);
+    ck_assert_int_eq(d[n].pid, w[0]);
+    ck_assert_msg(d[n].ready && d[n].delay_ms == -1, "a ready worker killed is replaced at once");
+    ck_assert_msg(!d[n + 1].ready && d[n + 1].delay_ms == BACKOFF_FIRST_MS,
+                  "after a ready worker the back-off starts over: %ld ms", d[n + 1].delay_ms);
+    ck_assert_msg(!d[n + 2].ready && d[n + 2].delay_ms == 2 * BACKOFF_FIRST_MS,
+                  "the second death before ready: %ld ms", d[n + 2].delay_ms);
+    ck_assert_msg(d[n + 2].at_us - d[n + 1].at_us >= BACKOFF_FIRST_MS * 1000,
+                  "deaths %lld us apart, back-off %d ms", d[n + 2].at_us - d[n + 1].at_us,
+                  BACKOFF_FIRST_MS);
+
+    wait_ready(s.port, w);
+    assert_two_serve(s.port);
+    srv_stop(&s);
+    srv_end(&s);
 }
 END_TEST
 
@@ -394,6 +686,7 @@ START_TEST(test_watchdog_kills_stopped_holder)
     client = fork();
     ck_assert_int_ge(client, 0);
     if (client == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         client_run(sh, 0, s.port);
         _exit(0);
     }
@@ -441,16 +734,22 @@ START_TEST(test_watchdog_kills_stopped_holder)
         test_sleep_ms(20);
     }
     sh->stop = 1;
-    /* Replacements stop at the same point: kill whatever runs, master first. */
+    /* Replacements stop at the same point: kill whatever runs, master
+     * first, then every worker the log names until the logger's end of
+     * file says that none is left (it may still be filing the last lines). */
     kill(s.pid, SIGKILL);
     waitpid(s.pid, &status, 0);
-    srv_workers(&s, w);
-    for (int i = 0; i < 2; i++)
-        if (w[i] > 0)
-            kill(w[i], SIGKILL);
+    end = test_now_ms() + 5000;
+    while (waitpid(s.logger, &status, WNOHANG) == 0 && test_now_ms() < end) {
+        srv_workers(&s, w);
+        for (int i = 0; i < 2; i++)
+            if (w[i] > 0)
+                kill(w[i], SIGKILL);
+        test_sleep_ms(10);
+    }
     kill(client, SIGKILL);
     waitpid(client, &status, 0);
-    unlink(s.log);
+    srv_end(&s);
     munmap(sh, sizeof(*sh));
 }
 END_TEST
@@ -461,6 +760,7 @@ Suite *make_crash_e2e_suite(void)
     TCase *tc = tcase_create("kills");
 
     tcase_add_test(tc, test_kill_workers_under_load);
+    tcase_add_test(tc, test_backoff_only_before_ready);
     if (strcmp(PD_ALLOCATOR_BUILD, "shmpool") == 0 && POOL_CONFIG_DEBUG > 0)
         tcase_add_test(tc, test_watchdog_kills_stopped_holder);
     tcase_set_timeout(tc, 90);
