@@ -3,7 +3,9 @@
  * The master maps one MAP_SHARED region before it forks, one cache line per
  * worker slot.  Each worker writes only its own slot; /stats, served by any
  * worker, reads all of them, so the counters survive in the master's view
- * of the region whichever worker answers.
+ * of the region whichever worker answers.  A worker's pid appears in its
+ * slot only once the worker is ready to serve: at the worker's death the
+ * master reads it there to tell a failed start from a killed server.
  */
 #include "config.h"
 
