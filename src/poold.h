@@ -154,7 +154,7 @@ pid_t pd_alloc_stalled(unsigned ms);
 /* One worker's counters.  Only that worker writes them; every process may
  * read them, so all access goes through relaxed atomics. */
 typedef struct pd_wstats_sh_s {
-    int32_t xpid;           /* 0 while the slot has no live worker */
+    int32_t xpid;           /* 0 while the slot has no worker ready to serve */
     int32_t index;
     uint64_t xrequests;     /* requests answered (any status) */
     uint64_t xconnections;  /* connections open now */
@@ -172,7 +172,9 @@ int pd_stats_count(void);
 /* Slot i (0 <= i < pd_stats_count()). */
 pd_wstats_sh_t *pd_stats_slot(int i);
 
-/* A worker starting in slot i: record its pid, zero its counters. */
+/* A worker ready to serve in slot i (its loop set up): record its pid,
+ * zero its counters.  The master reads the pid at the worker's death to
+ * tell a failed start from a killed server. */
 void pd_stats_begin(int i, pid_t pid);
 
 /* The master after slot i's worker died: no pid, no open connections. */
