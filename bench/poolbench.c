@@ -786,11 +786,13 @@ static int counters_read(pb_counters_t *c)
     return 0;
 }
 
-static void print_counters(const pb_options_t *o, const pb_workload_t *w, uint64_t pairs,
-                           const pb_counters_t *a, const pb_counters_t *b)
+static void print_counters(const pb_cell_t *cell, const pb_counters_t *a,
+                           const pb_counters_t *b)
 {
+    const pb_options_t *o = cell->o;
     printf("\n%s, %s %u, one run of %" PRIu64 " pairs per worker: the pool's counters "
-           "(differences)\n", w->name, o->processes ? "-P" : "-T", o->workers, pairs);
+           "(differences)\n", shape_name(cell), o->processes ? "-P" : "-T", o->workers,
+           cell->pairs);
     printf("  %5s %6s %10s %8s %9s %9s %10s %10s %9s\n", "class", "size", "allocs", "tc-hit%",
            "fetches", "releases", "lock-acq", "contended", "wait-ms");
     for (unsigned i = 0; i < PB_MAX_CLASSES; i++) {
@@ -852,7 +854,7 @@ static int pb_stats(const pb_options_t *o)
             rc = 1;
             continue;
         }
-        print_counters(o, w, cell.pairs, &before, &after);
+        print_counters(&cell, &before, &after);
     }
     return rc;
 }
