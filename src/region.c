@@ -3,7 +3,12 @@
  * Memory of a region:
  *   first block   [pd_region_t | space ...................]
  *   more blocks   [next | space ..........................]  r->blocks
+ *   kept blocks   [next | unused .........................]  r->spare
  *   large chunks  [next, size | the caller's bytes]          r->large
+ * A reset moves blocks from r->blocks to r->spare while the region holds
+ * no more than r->keep, and the slow path takes a block from r->spare
+ * before it asks malloc.  Large chunks are never kept: their sizes vary,
+ * and one of them could hold far more than a typical request needs.
  * Every header is padded to 16 bytes so that the space after it starts
  * aligned (malloc returns 16-byte aligned blocks on every target we build
  * for).  The fast path is pd_region_alloc() in region.h.
@@ -68,11 +73,18 @@ pd_region_t *pd_region_create(size_t block_size)
     r->ptr = r->first_data;
     r->end = (char *)r + block_size;
     r->blocks = NULL;
+    r->spare = NULL;
     r->large = NULL;
     r->cleanups = NULL;
     r->block_size = block_size;
     r->held = block_size;
+    r->keep = PD_REGION_KEEP_BYTES;
     return r;
+}
+
+void pd_region_set_keep(pd_region_t *r, size_t bytes)
+{
+    r->keep = bytes;
 }
 
 /* A chunk of its own for need bytes (rounded, at most PD_REGION_MAX). */
@@ -113,14 +125,19 @@ void *pd_region_alloc_slow(pd_region_t *r, size_t n)
 
     /* What is left of the current block is abandoned: a request that did
      * not fit would rarely be followed by one small enough to use it. */
-    b = malloc(r->block_size);
-    if (b == NULL) {
-        errno = ENOMEM;
-        return NULL;
+    if (r->spare != NULL) {
+        b = r->spare;
+        r->spare = b->next;
+    } else {
+        b = malloc(r->block_size);
+        if (b == NULL) {
+            errno = ENOMEM;
+            return NULL;
+        }
+        r->held += r->block_size;
     }
     b->next = r->blocks;
     r->blocks = b;
-    r->held += r->block_size;
     p = (char *)b + PD_REGION_BLOCK_HEAD;
     r->ptr = p + need;
     r->end = (char *)b + r->block_size;
@@ -140,10 +157,18 @@ int pd_region_cleanup(pd_region_t *r, void (*fn)(void *), void *arg)
     return 0;
 }
 
-/* Everything but the first block.  A cleanup may itself register another
- * (it then runs too) or allocate; the records stay valid because the
- * blocks are freed only after the last cleanup returned. */
-static void pd_region_release(pd_region_t *r)
+/* Run the cleanups, free the large chunks, and keep blocks while the
+ * region holds at most keep bytes; the first block always stays.  A
+ * cleanup may itself register another (it then runs too) or allocate; the
+ * records stay valid because nothing is freed or reused before the last
+ * cleanup returned.
+ *
+ * The blocks in use are the kept ones first (the slow path takes those
+ * before it mallocs), then the malloc'd ones, and r->blocks lists them
+ * newest first: freeing from its head gives back the blocks malloc'd for
+ * this request and keeps those the region had already.  The spare list is
+ * trimmed too, for a bound lowered since the last reset. */
+static void pd_region_release(pd_region_t *r, size_t keep)
 {
     pd_region_cleanup_t *c;
 
@@ -155,20 +180,33 @@ static void pd_region_release(pd_region_t *r)
         pd_region_large_t *l = r->large;
 
         r->large = l->next;
+        r->held -= l->size;
         free(l);
     }
     while (r->blocks != NULL) {
         pd_region_block_t *b = r->blocks;
 
         r->blocks = b->next;
+        if (r->held > keep) {
+            r->held -= r->block_size;
+            free(b);
+        } else {
+            b->next = r->spare;
+            r->spare = b;
+        }
+    }
+    while (r->held > keep && r->spare != NULL) {
+        pd_region_block_t *b = r->spare;
+
+        r->spare = b->next;
+        r->held -= r->block_size;
         free(b);
     }
-    r->held = r->block_size;
 }
 
 void pd_region_reset(pd_region_t *r)
 {
-    pd_region_release(r);
+    pd_region_release(r, r->keep);
     r->ptr = r->first_data;
     r->end = (char *)r + r->block_size;
 }
@@ -177,7 +215,7 @@ void pd_region_destroy(pd_region_t *r)
 {
     if (r == NULL)
         return;
-    pd_region_release(r);
+    pd_region_release(r, 0);
     free(r);
 }
 

@@ -26,6 +26,7 @@ extern void *__libc_malloc(size_t n);
 extern void __libc_free(void *p);
 
 static long live;           /* malloc'd and not yet freed, process-wide */
+static long mallocs;        /* successful mallocs, process-wide */
 static long fail_after = -1;    /* >= 0: that many more mallocs succeed */
 
 void *malloc(size_t n)
@@ -39,8 +40,10 @@ void *malloc(size_t n)
     if (fail_after > 0)
         fail_after--;
     p = __libc_malloc(n);
-    if (p != NULL)
+    if (p != NULL) {
         live++;
+        mallocs++;
+    }
     return p;
 }
 
@@ -202,7 +205,8 @@ START_TEST(test_block_size)
 END_TEST
 
 /* A request larger than a block's usable size gets a chunk of its own; the
- * chunks and the extra blocks go back at reset, everything at destroy. */
+ * chunks go back at reset while the blocks are kept, everything goes at
+ * destroy. */
 START_TEST(test_large)
 {
     const long base = live;
@@ -244,8 +248,8 @@ START_TEST(test_large)
     ck_assert_uint_eq(held_small, 3 * 4096);
     ck_assert_int_eq(after_large, after_small + 3);
     ck_assert_uint_ge(held_large, held_small + (4096 - 15) + 100000 + (8u << 20));
-    ck_assert_int_eq(after_reset, base + 1);
-    ck_assert_uint_eq(held_reset, 4096);
+    ck_assert_int_eq(after_reset, base + 3);
+    ck_assert_uint_eq(held_reset, 3 * 4096);
     ck_assert_int_eq(after_destroy, base);
 }
 END_TEST
@@ -350,7 +354,8 @@ START_TEST(test_enomem)
 }
 END_TEST
 
-/* A reset region starts over where a new one starts. */
+/* A reset region starts over where a new one starts, and keeps no more
+ * than PD_REGION_KEEP_BYTES of the blocks it grew to. */
 START_TEST(test_reset)
 {
     pd_region_t *r = pd_region_create(0);
@@ -362,16 +367,208 @@ START_TEST(test_reset)
         ck_assert_ptr_nonnull(pd_region_alloc(r, 1000));
     ck_assert_uint_gt(pd_region_held(r), 20 * 4096);
     pd_region_reset(r);
-    ck_assert_uint_eq(pd_region_held(r), 4096);
+    ck_assert_uint_eq(pd_region_held(r), PD_REGION_KEEP_BYTES);
     again = pd_region_alloc(r, 24);
     ck_assert_ptr_eq(first, again);
     pd_region_destroy(r);
 }
 END_TEST
 
+/* One request's shape: three allocations of 3000 bytes, each of which
+ * needs a block of its own in a region of 4 KiB blocks.  The pointers are
+ * written in full and returned in p. */
+static bool three_blocks(pd_region_t *r, char *p[3])
+{
+    for (int i = 0; i < 3; i++) {
+        if ((p[i] = pd_region_alloc(r, 3000)) == NULL)
+            return false;
+        memset(p[i], i + 1, 3000);
+    }
+    return true;
+}
+
+/* A request that needs three blocks, made 100,000 times: the first takes
+ * its two extra blocks from malloc, every later one reuses them and
+ * mallocs nothing, in the same places. */
+START_TEST(test_keep_reuse)
+{
+    enum { REQUESTS = 100000 };
+    const long base = live;
+    pd_region_t *r = pd_region_create(4096);
+    char *first[3], *p[3];
+    long mallocs_first, mallocs_end, live_first;
+    size_t held_first;
+    unsigned failed = 0, moved = 0, not_flat = 0;
+
+    if (r == NULL || !three_blocks(r, first))
+        failed++;
+    pd_region_reset(r);
+    mallocs_first = mallocs;
+    live_first = live;
+    held_first = pd_region_held(r);
+    for (int q = 1; q < REQUESTS; q++) {
+        if (!three_blocks(r, p)) {
+            failed++;
+            break;
+        }
+        for (int i = 0; i < 3; i++)
+            if (p[i] != first[i])
+                moved++;
+        pd_region_reset(r);
+        if (pd_region_held(r) != held_first || live != live_first)
+            not_flat++;
+    }
+    mallocs_end = mallocs;
+    pd_region_destroy(r);
+
+    ck_assert_uint_eq(failed, 0);
+    ck_assert_int_eq(live_first, base + 3);
+    ck_assert_uint_eq(held_first, 3 * 4096);
+    ck_assert_int_eq(mallocs_end, mallocs_first);
+    ck_assert_uint_eq(moved, 0);
+    ck_assert_uint_eq(not_flat, 0);
+    ck_assert_int_eq(live, base);
+}
+END_TEST
+
+/* n pieces of 4000 bytes from a region of 4 KiB blocks: a block each. */
+static unsigned fill_blocks(pd_region_t *r, unsigned n)
+{
+    unsigned got = 0;
+
+    for (unsigned i = 0; i < n; i++) {
+        char *p = pd_region_alloc(r, 4000);
+
+        if (p != NULL) {
+            p[0] = p[3999] = 0x3c;
+            got++;
+        }
+    }
+    return got;
+}
+
+/* A request that needs more blocks than the bound: the reset gives the
+ * surplus back and keeps exactly the bound; the next such request mallocs
+ * only the surplus again; a small request after it mallocs nothing and
+ * leaves the bound in place.  pd_region_held() agrees with what malloc
+ * handed out all along. */
+START_TEST(test_keep_cap)
+{
+    enum { KEPT = PD_REGION_KEEP_BYTES / 4096, BIG = KEPT + 24 };
+    const long base = live;
+    pd_region_t *r = pd_region_create(4096);
+    unsigned got1, got2, got3;
+    long live_big, live_reset1, mallocs_reset1, mallocs_big2, live_reset2,
+         mallocs_small, live_small;
+    size_t held_big, held_reset1, held_reset2, held_small;
+
+    got1 = r == NULL ? 0 : fill_blocks(r, BIG);
+    live_big = live;
+    held_big = pd_region_held(r);
+    pd_region_reset(r);
+    live_reset1 = live;
+    held_reset1 = pd_region_held(r);
+    mallocs_reset1 = mallocs;
+    got2 = fill_blocks(r, BIG);
+    mallocs_big2 = mallocs;
+    pd_region_reset(r);
+    live_reset2 = live;
+    held_reset2 = pd_region_held(r);
+    got3 = fill_blocks(r, 5);
+    mallocs_small = mallocs;
+    pd_region_reset(r);
+    live_small = live;
+    held_small = pd_region_held(r);
+    pd_region_destroy(r);
+
+    ck_assert_uint_eq(got1, BIG);
+    ck_assert_uint_eq(got2, BIG);
+    ck_assert_uint_eq(got3, 5);
+    /* The first piece fits in the first block after the region's header. */
+    ck_assert_int_eq(live_big, base + BIG);
+    ck_assert_uint_eq(held_big, (size_t)BIG * 4096);
+    ck_assert_int_eq(live_reset1, base + KEPT);
+    ck_assert_uint_eq(held_reset1, PD_REGION_KEEP_BYTES);
+    ck_assert_int_eq(mallocs_big2 - mallocs_reset1, BIG - KEPT);
+    ck_assert_int_eq(live_reset2, base + KEPT);
+    ck_assert_uint_eq(held_reset2, PD_REGION_KEEP_BYTES);
+    ck_assert_int_eq(mallocs_small, mallocs_big2);
+    ck_assert_int_eq(live_small, base + KEPT);
+    ck_assert_uint_eq(held_small, PD_REGION_KEEP_BYTES);
+    ck_assert_int_eq(live, base);
+}
+END_TEST
+
+/* pd_region_set_keep(): a lower bound trims the kept blocks at the next
+ * reset, not before; 0 keeps the first block only; a bound below one
+ * block still keeps the first block of a region of large blocks. */
+START_TEST(test_set_keep)
+{
+    const long base = live;
+    pd_region_t *r = pd_region_create(4096);
+    pd_region_t *big;
+    long live_set, live_10k, live_zero, live_zero_again, mallocs_before,
+         live_big;
+    size_t held_10k, held_zero, held_big;
+    unsigned got = 0;
+    char *p, *q;
+
+    /* The first piece goes in the first block: 8 pieces, 8 blocks. */
+    got += r == NULL ? 0 : fill_blocks(r, 8);
+    pd_region_reset(r);         /* keeps all 8 */
+    pd_region_set_keep(r, 10000);
+    live_set = live;            /* nothing freed by the setter itself */
+    got += fill_blocks(r, 3);   /* in kept blocks: no malloc */
+    pd_region_reset(r);
+    live_10k = live;
+    held_10k = pd_region_held(r);
+    pd_region_set_keep(r, 0);
+    got += fill_blocks(r, 4);
+    pd_region_reset(r);
+    live_zero = live;
+    held_zero = pd_region_held(r);
+    mallocs_before = mallocs;
+    got += fill_blocks(r, 4);
+    pd_region_reset(r);
+    live_zero_again = live;
+    mallocs_before = mallocs - mallocs_before;
+
+    /* Two pieces of the bound need two blocks twice its size. */
+    big = pd_region_create(2 * PD_REGION_KEEP_BYTES);
+    p = big == NULL ? NULL : pd_region_alloc(big, PD_REGION_KEEP_BYTES);
+    q = big == NULL ? NULL : pd_region_alloc(big, PD_REGION_KEEP_BYTES);
+    if (p != NULL && q != NULL)
+        p[0] = q[PD_REGION_KEEP_BYTES - 1] = 1;
+    pd_region_reset(big);
+    live_big = live;
+    held_big = pd_region_held(big);
+    pd_region_destroy(big);
+    pd_region_destroy(r);
+
+    ck_assert_uint_eq(got, 8 + 3 + 4 + 4);
+    ck_assert_int_eq(live_set, base + 8);
+    /* 10000 bytes hold two 4 KiB blocks, not three. */
+    ck_assert_int_eq(live_10k, base + 2);
+    ck_assert_uint_eq(held_10k, 2 * 4096);
+    ck_assert_int_eq(live_zero, base + 1);
+    ck_assert_uint_eq(held_zero, 4096);
+    /* With nothing kept, each request takes its 3 extra blocks again. */
+    ck_assert_int_eq(mallocs_before, 3);
+    ck_assert_int_eq(live_zero_again, base + 1);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_ptr_nonnull(q);
+    /* The first block alone is over the bound: it stays, the second goes. */
+    ck_assert_int_eq(live_big, base + 1 + 1);
+    ck_assert_uint_eq(held_big, 2 * PD_REGION_KEEP_BYTES);
+    ck_assert_int_eq(live, base);
+}
+END_TEST
+
 /* A region reused for 100,000 requests of varying shape: after every reset
- * it holds its first block and nothing else, and the process heap stops
- * growing after the first requests. */
+ * it holds blocks and nothing else, no more than the bound; once it has
+ * seen its biggest request it holds the same blocks after every reset and
+ * mallocs only the chunks too large for a block; and the process heap
+ * stops growing after the first requests. */
 START_TEST(test_flat)
 {
     enum { REQUESTS = 100000, WARM = 1000 };
@@ -380,7 +577,7 @@ START_TEST(test_flat)
     unsigned not_flat = 0, nulls = 0, cleanups_run = 0;
     size_t peak_held = 0, held_at_warm = 0, arena_at_warm = 0, used_at_warm = 0;
     struct mallinfo2 mi;
-    long live_at_warm = 0;
+    long live_at_warm = 0, mallocs_at_warm = 0, large_after_warm = 0, mallocs_end;
 
     ck_assert_ptr_nonnull(r);
     norder = 0;
@@ -393,6 +590,8 @@ START_TEST(test_flat)
                                              : (size_t)(next_rand() % 200);
             char *p = pd_region_alloc(r, n);
 
+            if (q > WARM && n > 4096 - 16)
+                large_after_warm++;
             if (p == NULL) {
                 nulls++;
                 continue;
@@ -409,7 +608,11 @@ START_TEST(test_flat)
             cleanups_run += (unsigned)norder;
             norder = 0;
         }
-        if (pd_region_held(r) != 4096 || live != base + 1)
+        /* Every live malloc of the region is one 4 KiB block. */
+        if (pd_region_held(r) != 4096 * (size_t)(live - base) ||
+            pd_region_held(r) > PD_REGION_KEEP_BYTES)
+            not_flat++;
+        if (q > WARM && (pd_region_held(r) != held_at_warm || live != live_at_warm))
             not_flat++;
         if (q == WARM) {
             mi = mallinfo2();
@@ -417,18 +620,22 @@ START_TEST(test_flat)
             used_at_warm = mi.uordblks;
             held_at_warm = pd_region_held(r);
             live_at_warm = live;
+            mallocs_at_warm = mallocs;
         }
     }
+    mallocs_end = mallocs;
     mi = mallinfo2();
     pd_region_destroy(r);
 
     ck_assert_uint_eq(nulls, 0);
     ck_assert_uint_eq(not_flat, 0);
     ck_assert_uint_eq(cleanups_run, REQUESTS / 16);
-    ck_assert_uint_eq(held_at_warm, 4096);
-    ck_assert_int_eq(live_at_warm, base + 1);
+    /* It kept more than its first block, and took no block after. */
+    ck_assert_uint_gt(held_at_warm, 4096);
+    ck_assert_int_gt(large_after_warm, 0);
+    ck_assert_int_eq(mallocs_end - mallocs_at_warm, large_after_warm);
     /* A request held some blocks and chunks, never runaway growth. */
-    ck_assert_uint_gt(peak_held, 4096);
+    ck_assert_uint_gt(peak_held, held_at_warm);
     ck_assert_uint_lt(peak_held, 1u << 20);
     /* The same live objects as at request 1000: the same bytes in use, and
      * a heap that did not grow by more than fragmentation's noise. */
@@ -452,6 +659,9 @@ static Suite *make_region_suite(void)
     tcase_add_test(tc, test_cleanup_order);
     tcase_add_test(tc, test_enomem);
     tcase_add_test(tc, test_reset);
+    tcase_add_test(tc, test_keep_reuse);
+    tcase_add_test(tc, test_keep_cap);
+    tcase_add_test(tc, test_set_keep);
     tcase_add_test(tc, test_flat);
     suite_add_tcase(s, tc);
     return s;
