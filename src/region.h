@@ -10,8 +10,9 @@
  * A reset keeps the blocks a request took, up to a bound, and the next
  * request uses them before it asks malloc for more: a region reused for
  * many requests holds the blocks of its biggest request (capped) and stops
- * calling malloc, instead of handing blocks back to malloc, which may
- * return them to the kernel, only to fault them in again a request later.
+ * asking malloc for blocks, instead of handing them back to malloc, which
+ * may return them to the kernel, only to fault them in again a request
+ * later.
  *
  * This header and region.c need nothing but the C library, so that the
  * micro-benchmarks can compile them in as well as the server.
