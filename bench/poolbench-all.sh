@@ -306,8 +306,8 @@ elapsed=$(( $(date +%s) - started ))
     echo "Every arm runs the same requests: \`NAME/rN\` is NAME cut into requests of N"
     echo "allocations (N blocks allocated, then all freed in allocation order; a region"
     echo "frees nothing and is reset), heavy is one \`/heavy\` request of 95 blocks freed"
-    echo "in the handler's order.  Each worker has its own region, which keeps its first"
-    echo "block across requests and frees the others at every reset.  region: 4 KiB blocks"
+    echo "in the handler's order.  Each worker has its own region, which keeps up to 64 KiB"
+    echo "of blocks across requests and frees the rest, and larger chunks, at every reset.  region: 4 KiB blocks"
     echo "from glibc, run interleaved with pool and glibc; region-64k: 64 KiB blocks from"
     echo "glibc; region/pool: 4 KiB blocks from the pool (libshmpool.so preloaded, -T only)."
     echo "pool is poolbench calling the pool directly, pool-preload the pool as malloc."
@@ -349,8 +349,8 @@ elapsed=$(( $(date +%s) - started ))
                 ratio(row, "pool", "glibc"), bestname[row]
         }
         printf "\n## Minor page faults per 1,000 allocations (median)\n\n"
-        printf "A region that frees its blocks at every reset hands them back to malloc; where\n"
-        printf "malloc gives the memory back to the kernel, the next request faults it in again.\n\n| workload | mode |"
+        printf "What a region frees at a reset (chunks over a block, blocks over its 64 KiB keep) goes\n"
+        printf "back to malloc; where malloc gives it back to the kernel, the next request faults it in again.\n\n| workload | mode |"
         for (i = 1; i <= k; i++) printf " %s |", names[i]
         printf "\n|---|---|"
         for (i = 1; i <= k; i++) printf "--:|"
