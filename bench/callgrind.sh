@@ -29,7 +29,7 @@ usage() {
     cat <<EOF
 usage: callgrind.sh [-b BUILDDIR] [-w "WORKLOAD ..."] [-a "ALLOCATOR ..."] [-n N1] [-N N2]
                     [-r N]
-  workloads:  fixed16 fixed64 batch random256 random8k heavy (default: fixed16 heavy)
+  workloads:  fixed16 fixed64 batch random256 random8k heavy frag (default: fixed16 heavy)
   allocators: region region-64k pool pool-direct glibc jemalloc tcmalloc mimalloc
               (default: region pool glibc jemalloc tcmalloc mimalloc pool-direct)
   N1, N2:     pair counts (default 95000 and 760000, whole heavy rounds)

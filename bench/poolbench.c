@@ -633,6 +633,8 @@ static int timed_cell(const pb_options_t *o, const pb_workload_t *w, const int *
                   "one by one";
         else if (w->loop[alloc[k]] == NULL)
             why = "this workload has no such arm";
+        else if (w->memory && alloc[k] == PB_NONE)
+            why = "the do-nothing allocator holds no memory to measure";
         else if (o->workers < w->min_workers)
             why = "needs at least 2 workers (blocks go from one to another)";
         else if (w->min_workers > 1 && o->processes && alloc[k] != PB_POOL)
