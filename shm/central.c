@@ -72,31 +72,30 @@ static uint8_t tag_byte(uint16_t tag)
 }
 
 /* Take up to n free objects from span idx onto the list (*h, *t), tagging
- * them.  Each bitmap word and the free count are logged once, before their
- * first write.  At most POOL_BITMAP_WORDS + 8 journal entries.
- * REQUIRES: class lock and an operation begun on j. */
+ * them.  Each bitmap word is logged and written once, with all the objects
+ * taken from it, and the free count once.  At most POOL_BITMAP_WORDS + 8
+ * journal entries.  REQUIRES: class lock and an operation begun on j. */
 static uint32_t take_objects(pool_arena_t *a, pool_central_sh_t *c, pool_journal_sh_t *j,
                              uint32_t idx, uint32_t n, uint8_t tag, void **h, void **t)
 {
     pool_span_sh_t *s = &a->spans[idx];
     char *base = pool_span_addr(a, s);
+    size_t size = s->objsize;
     uint32_t got = 0;
     if (s->nfree == s->count)
         POOL_JSET(j, c->nempty, c->nempty - 1);
     pool_op_log_(j, &s->nfree, sizeof s->nfree);
     for (unsigned w = 0; w < POOL_BITMAP_WORDS && got < n; w++) {
-        uint64_t avail = ~s->bitmap[w];
+        uint64_t avail = ~s->bitmap[w], taken = 0;
         if (avail == 0)
             continue;
-        pool_op_log_(j, &s->bitmap[w], sizeof s->bitmap[w]);
+        uint32_t from = got;
         while (avail != 0 && got < n) {
             unsigned b = (unsigned)__builtin_ctzll(avail);
+            taken |= avail & -avail;
             avail &= avail - 1;
-            s->bitmap[w] |= UINT64_C(1) << b;
-            POOL_CRASH_POINT("central.fetch");
-            s->nfree--;
             pool_owner_set(a, s, w * 64 + b, tag);
-            void *obj = base + (size_t)(w * 64 + b) * s->objsize;
+            void *obj = base + (size_t)(w * 64 + b) * size;
             if (*h == NULL)
                 *h = obj;
             else
@@ -104,6 +103,10 @@ static uint32_t take_objects(pool_arena_t *a, pool_central_sh_t *c, pool_journal
             *t = obj;
             got++;
         }
+        pool_op_log_(j, &s->bitmap[w], sizeof s->bitmap[w]);
+        s->bitmap[w] |= taken;
+        POOL_CRASH_POINT("central.fetch");
+        s->nfree = (uint16_t)(s->nfree - (got - from));
     }
     if (s->nfree == 0)
         list_remove(a, c, j, idx);
@@ -191,30 +194,37 @@ pool_span_sh_t *pool_object_span_(pool_arena_t *a, const void *p, uint32_t *oi)
     return s;
 }
 
-bool pool_central_release_one_(pool_arena_t *a, unsigned cls, void *p, uint16_t tag,
-                               uint32_t *leaving)
+/* Give back the objects of span s whose bits are set in bits[] (n of
+ * them): one journal entry per bitmap word touched and one for the count,
+ * however many objects.  A span that becomes wholly free stays with the
+ * class while it keeps fewer empty spans than its budget; beyond that it is
+ * unlinked, marked LEAVING for `tag` and pushed on *leaving.  False
+ * (nothing changed) when one of the objects is not handed out.  REQUIRES:
+ * class lock and an operation begun on j with room for POOL_JOURNAL_SLACK. */
+static bool give_back(pool_arena_t *a, unsigned cls, pool_span_sh_t *s, const uint64_t *bits,
+                      uint32_t n, uint16_t tag, uint32_t *leaving)
 {
     pool_central_sh_t *c = &a->central[cls];
     pool_journal_sh_t *j = pool_journal_(a, POOL_LOCK_CENTRAL, cls);
-    uint32_t oi;
-    pool_span_sh_t *s = pool_object_span_(a, p, &oi);
-    if (s == NULL || s->cls != cls)
-        return false;
     if (s->listed == POOL_LISTED_QUARANTINED)
         return true; /* its objects stay out of circulation */
-    uint64_t bit = UINT64_C(1) << (oi % 64);
-    if ((s->listed != POOL_LISTED_YES && s->listed != POOL_LISTED_NO) ||
-        !(s->bitmap[oi / 64] & bit))
+    if (s->listed != POOL_LISTED_YES && s->listed != POOL_LISTED_NO)
         return false;
+    for (unsigned w = 0; w < POOL_BITMAP_WORDS; w++)
+        if (bits[w] & ~s->bitmap[w])
+            return false;
     uint32_t idx = s->start;
-    POOL_JSET(j, s->bitmap[oi / 64], s->bitmap[oi / 64] & ~bit);
+    for (unsigned w = 0; w < POOL_BITMAP_WORDS; w++)
+        if (bits[w] != 0)
+            POOL_JSET(j, s->bitmap[w], s->bitmap[w] & ~bits[w]);
     POOL_CRASH_POINT("central.release");
-    POOL_JSET(j, s->nfree, s->nfree + 1);
-    if (s->nfree == 1)
+    uint32_t before = s->nfree;
+    POOL_JSET(j, s->nfree, before + n);
+    if (before == 0)
         list_push(a, c, j, idx);
     if (s->nfree == s->count) {
-        if (c->nempty == 0) {
-            POOL_JSET(j, c->nempty, 1);
+        if (c->nempty < pool_classes_[cls].keep_empty) {
+            POOL_JSET(j, c->nempty, c->nempty + 1);
         } else {
             list_remove(a, c, j, idx);
             POOL_JSET(j, c->nspans, c->nspans - 1);
@@ -227,6 +237,18 @@ bool pool_central_release_one_(pool_arena_t *a, unsigned cls, void *p, uint16_t 
     return true;
 }
 
+bool pool_central_release_one_(pool_arena_t *a, unsigned cls, void *p, uint16_t tag,
+                               uint32_t *leaving)
+{
+    uint32_t oi;
+    pool_span_sh_t *s = pool_object_span_(a, p, &oi);
+    if (s == NULL || s->cls != cls)
+        return false;
+    uint64_t bits[POOL_BITMAP_WORDS] = { 0 };
+    bits[oi / 64] = UINT64_C(1) << (oi % 64);
+    return give_back(a, cls, s, bits, 1, tag, leaving);
+}
+
 /* A release found p unacceptable: name the fault and abort. */
 static void POOL_COLD bad_release(pool_arena_t *a, unsigned cls, void *p)
 {
@@ -237,24 +259,108 @@ static void POOL_COLD bad_release(pool_arena_t *a, unsigned cls, void *p)
     pool_fatal_("free(): double free of %p (class %u)", p, cls);
 }
 
+/* The objects of one span gathered from a released list. */
+typedef struct group_s {
+    pool_span_sh_t *span;
+    uint32_t n;
+    uint64_t bits[POOL_BITMAP_WORDS];
+} group_t;
+
+/* Spans a release gathers at once.  A thread cache's list comes mostly in
+ * runs of one span (objects leave and return in address order), so a few
+ * open groups catch nearly all of them; when a list interleaves more spans
+ * the groups are applied early, which costs journal entries, never
+ * correctness. */
+#define RELEASE_GROUPS 4
+
+/* Apply groups g[0..ng) to their spans.  A group refused by give_back
+ * names its first object that is not handed out.  REQUIRES: class lock
+ * and an operation begun on its journal. */
+static void flush_groups(pool_arena_t *a, unsigned cls, group_t *g, unsigned ng, uint16_t tag,
+                         uint32_t *leaving)
+{
+    pool_journal_sh_t *j = pool_journal_(a, POOL_LOCK_CENTRAL, cls);
+    for (unsigned k = 0; k < ng; k++) {
+        if (pool_op_room_(j) < POOL_JOURNAL_SLACK) {
+            /* Objects of the groups not yet applied are still handed out,
+             * and tagged: a reap gives them back if we die here. */
+            pool_op_end_(j);
+            pool_op_begin_(j, POOL_OP_RELEASE, cls, 0, tag);
+        }
+        pool_span_sh_t *s = g[k].span;
+        if (pool_unlikely(!give_back(a, cls, s, g[k].bits, g[k].n, tag, leaving))) {
+            for (unsigned w = 0; w < POOL_BITMAP_WORDS; w++) {
+                uint64_t bad = g[k].bits[w] & ~s->bitmap[w];
+                if (bad != 0) {
+                    uint32_t oi = w * 64 + (unsigned)__builtin_ctzll(bad);
+                    bad_release(a, cls, (char *)pool_span_addr(a, s) + (size_t)oi * s->objsize);
+                }
+            }
+            pool_fatal_("free(): span at page %u of class %u is in transit", s->start, cls);
+        }
+    }
+}
+
+/* Open a group for span s in g[] (applying every open group first when
+ * all are taken); returns its index. */
+static unsigned open_group(pool_arena_t *a, unsigned cls, group_t *g, unsigned *ng,
+                           pool_span_sh_t *s, uint16_t tag, uint32_t *leaving)
+{
+    for (unsigned k = 0; k < *ng; k++)
+        if (g[k].span == s)
+            return k;
+    if (*ng == RELEASE_GROUPS) {
+        flush_groups(a, cls, g, *ng, tag, leaving);
+        *ng = 0;
+    }
+    unsigned k = (*ng)++;
+    g[k].span = s;
+    g[k].n = 0;
+    memset(g[k].bits, 0, sizeof g[k].bits);
+    return k;
+}
+
 void pool_central_release_(pool_arena_t *a, unsigned cls, void *head, uint32_t n)
 {
     pool_central_sh_t *c = &a->central[cls];
     pool_journal_sh_t *j = pool_journal_(a, POOL_LOCK_CENTRAL, cls);
     uint16_t tag = pool_thread_tag();
     uint32_t leaving = POOL_NIL; /* spans for the page heap, linked by next */
+    group_t g[RELEASE_GROUPS];
+    unsigned ng = 0, cur = 0;
+    /* Object index by a multiply instead of a division: exact for offsets
+     * below 2^21 (a span is at most 32 pages) as the error of the rounded
+     * reciprocal, under size, times the offset stays below 2^40. */
+    const uintptr_t size = pool_classes_[cls].size;
+    const uint64_t magic = ((UINT64_C(1) << 40) + size - 1) / size;
+    uintptr_t lo = 0, span_bytes = 0; /* memory of g[cur]'s span */
+    uint32_t count = 0;               /* objects in it */
     pool_lock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
     pool_op_begin_(j, POOL_OP_RELEASE, cls, n, tag);
     for (void *p = head, *next; p != NULL; p = next) {
         next = *(void **)p;
-        if (pool_op_room_(j) < POOL_JOURNAL_SLACK) {
-            /* The rest of the list is still handed out, and tagged. */
-            pool_op_end_(j);
-            pool_op_begin_(j, POOL_OP_RELEASE, cls, n, tag);
+        uintptr_t off = (uintptr_t)p - lo;
+        uint32_t oi;
+        if (pool_likely(off < span_bytes)) {
+            oi = (uint32_t)((off * magic) >> 40);
+            if (pool_unlikely(oi * size != off || oi >= count))
+                bad_release(a, cls, p);
+        } else {
+            pool_span_sh_t *s = pool_object_span_(a, p, &oi);
+            if (pool_unlikely(s == NULL || s->cls != cls || s->objsize != size))
+                bad_release(a, cls, p);
+            cur = open_group(a, cls, g, &ng, s, tag, &leaving);
+            lo = (uintptr_t)pool_span_addr(a, s);
+            span_bytes = (uintptr_t)s->npages << POOL_PAGE_SHIFT;
+            count = s->count;
         }
-        if (pool_unlikely(!pool_central_release_one_(a, cls, p, tag, &leaving)))
-            bad_release(a, cls, p);
+        uint64_t bit = UINT64_C(1) << (oi % 64);
+        if (pool_unlikely(g[cur].bits[oi / 64] & bit))
+            bad_release(a, cls, p); /* twice in one list */
+        g[cur].bits[oi / 64] |= bit;
+        g[cur].n++;
     }
+    flush_groups(a, cls, g, ng, tag, &leaving);
     if (pool_config_stats) {
         a->cstats[cls].releases++;
         a->cstats[cls].released += n;

@@ -151,6 +151,7 @@ typedef struct pool_class_s {
     uint16_t count;     /* objects per span (<= POOL_MAX_OBJECTS) */
     uint16_t max_batch; /* largest batch between thread cache and central */
     uint16_t watermark; /* thread-cache length beyond which frees release */
+    uint16_t keep_empty; /* wholly free spans the central cache keeps */
 } pool_class_t;
 
 /* ------------------------------------------------------------------------ */
@@ -212,7 +213,7 @@ typedef struct pool_central_sh_s {
     pool_lock_sh_t lock;
     uint32_t head;   /* spans of the class with free objects */
     uint32_t nspans; /* spans of the class, listed or full */
-    uint32_t nempty; /* listed spans with every object free (at most 1 kept) */
+    uint32_t nempty; /* listed spans with every object free (at most keep_empty) */
 } __attribute__((aligned(64))) pool_central_sh_t;
 
 /* Central counters per class, on their own lines, written under the lock. */

@@ -6,8 +6,10 @@
  * object".  Pages per span: the fewest pages (starting from the object size)
  * whose tail after the last whole object is at most 1/16 of the span; a span
  * holds at most 512 objects.  The batch between a thread cache and the
- * central cache is at most 64 KiB of objects (1..128), and a bin releases a
- * batch once it holds two.
+ * central cache is at most 64 KiB of objects (1..128); a bin releases a
+ * batch once it holds 256 KiB of objects, but at least two batches and at
+ * most four.  A class keeps up to 512 KiB of wholly free spans (at least
+ * one) before it gives them to the page heap.
  *
  *   class  size  pages objs | class  size  pages objs | class   size pages objs
  *       1    16    1  512   |    33  1152    1    7   |    65   18432   7   3
@@ -51,9 +53,19 @@ uint8_t pool_class_small_[POOL_SMALL_LOOKUP_MAX / 16 + 1];
 uint8_t pool_class_large_[(POOL_MAX_SMALL >> 7) + 1];
 pool_class_t pool_classes_[POOL_NCLASSES];
 
-/* Bytes of objects per batch; bounds what one thread cache holds per class. */
+/* Bytes of objects per batch between a thread cache and the central cache. */
 #define POOL_BATCH_BYTES (64u << 10)
 #define POOL_BATCH_MAX 128u
+/* A bin may hold this many bytes (but no more than four batches, and at
+ * least two): the count of a class in a working set drifts by a few
+ * objects either way, and a bin of two 8 KiB batches (16 objects) crossed
+ * its bounds every few dozen frees, each crossing a trip to the class lock. */
+#define POOL_BIN_BYTES (256u << 10)
+/* Wholly free spans a class keeps rather than give them to the page heap:
+ * a batch allocated and freed again, or a class whose count swings by a
+ * few spans, then never carves and frees the same spans through the page
+ * heap (and its lock and journal) over and over.  At least one. */
+#define POOL_KEEP_EMPTY_BYTES (512u << 10)
 
 static void class_geometry(pool_class_t *c, uint32_t size)
 {
@@ -84,8 +96,13 @@ static void class_geometry(pool_class_t *c, uint32_t size)
     c->size = size;
     c->pages = (uint16_t)best_p;
     c->count = (uint16_t)best_count;
+    uint32_t bin = POOL_BIN_BYTES / size;
+    if (bin > 4 * batch)
+        bin = 4 * batch;
+    uint32_t keep = POOL_KEEP_EMPTY_BYTES / (best_p * (uint32_t)POOL_PAGE_SIZE);
     c->max_batch = (uint16_t)batch;
-    c->watermark = (uint16_t)(2 * batch);
+    c->watermark = (uint16_t)(bin > 2 * batch ? bin : 2 * batch);
+    c->keep_empty = (uint16_t)(keep > 1 ? keep : 1);
 }
 
 void pool_sizeclass_init_(void)

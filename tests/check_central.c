@@ -51,7 +51,9 @@ START_TEST(test_fetch_across_spans_and_return)
 {
     pool_arena_t *a = &pool_arena_;
     uint32_t count = pool_classes_[CLS_96].count;
+    uint32_t keep = pool_classes_[CLS_96].keep_empty;
     void *h1, *t1, *h2, *t2;
+    ck_assert_uint_ge(keep, 2);
     ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, count, 0, &h1, &t1), count);
     ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 5, 0, &h2, &t2), 5);
     ck_assert_uint_eq(a->central[CLS_96].nspans, 2);
@@ -60,12 +62,97 @@ START_TEST(test_fetch_across_spans_and_return)
     ck_assert_uint_eq(a->spans[first].listed, 0); /* full: off the list */
     pool_test_assert_consistent();
     uint64_t frees = a->ph->frees;
-    pool_central_release_(a, CLS_96, h1, count); /* kept as the empty span */
-    pool_central_release_(a, CLS_96, h2, 5);     /* second empty: to the page heap */
-    ck_assert_uint_eq(a->central[CLS_96].nspans, 1);
-    ck_assert_uint_eq(a->ph->frees, frees + 1);
-    ck_assert_uint_eq(a->spans[second].state, POOL_SPAN_FREE);
+    pool_central_release_(a, CLS_96, h1, count);
+    pool_central_release_(a, CLS_96, h2, 5);
+    /* Both wholly free, both within the class's budget: kept. */
+    ck_assert_uint_eq(a->central[CLS_96].nspans, 2);
+    ck_assert_uint_eq(a->central[CLS_96].nempty, 2);
+    ck_assert_uint_eq(a->ph->frees, frees);
     pool_test_assert_consistent();
+}
+END_TEST
+
+/* A class keeps keep_empty wholly free spans; the next one that empties
+ * goes to the page heap. */
+START_TEST(test_empty_spans_beyond_budget_go_back)
+{
+    pool_arena_t *a = &pool_arena_;
+    uint32_t count = pool_classes_[CLS_96].count;
+    uint32_t keep = pool_classes_[CLS_96].keep_empty;
+    static void *heads[1024];
+    ck_assert_uint_lt(keep, 1024);
+    for (uint32_t i = 0; i <= keep; i++) {
+        void *t;
+        ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, count, 0, &heads[i], &t), count);
+    }
+    ck_assert_uint_eq(a->central[CLS_96].nspans, keep + 1);
+    uint64_t frees = a->ph->frees;
+    uint32_t last = span_of(heads[keep]);
+    for (uint32_t i = 0; i <= keep; i++)
+        pool_central_release_(a, CLS_96, heads[i], count);
+    ck_assert_uint_eq(a->central[CLS_96].nspans, keep);
+    ck_assert_uint_eq(a->central[CLS_96].nempty, keep);
+    ck_assert_uint_eq(a->ph->frees, frees + 1);
+    ck_assert_uint_eq(a->spans[last].state, POOL_SPAN_FREE);
+    pool_test_assert_consistent();
+}
+END_TEST
+
+/* One release of objects from several spans, interleaved (more spans than
+ * a release gathers at once), leaves every span's bitmap and count right. */
+START_TEST(test_release_interleaved_spans)
+{
+    pool_arena_t *a = &pool_arena_;
+    enum { SPANS = 7 };
+    uint32_t count = pool_classes_[CLS_96].count;
+    static void *obj[SPANS][128];
+    for (unsigned k = 0; k < SPANS; k++) {
+        void *h, *t;
+        ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, count, 0, &h, &t), count);
+        unsigned i = 0;
+        for (void *p = h; p != NULL; p = *(void **)p)
+            obj[k][i++] = p;
+        ck_assert_uint_eq(i, count);
+    }
+    /* Every other object, round robin over the spans. */
+    void *head = NULL;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < count; i += 2)
+        for (unsigned k = 0; k < SPANS; k++) {
+            *(void **)obj[k][i] = head;
+            head = obj[k][i];
+            n++;
+        }
+    pool_central_release_(a, CLS_96, head, n);
+    for (unsigned k = 0; k < SPANS; k++) {
+        pool_span_sh_t *s = &a->spans[span_of(obj[k][0])];
+        ck_assert_uint_eq(s->nfree, (count + 1) / 2);
+        for (uint32_t i = 0; i < count; i++)
+            ck_assert_uint_eq((s->bitmap[i / 64] >> (i % 64)) & 1, i % 2);
+    }
+    pool_test_assert_consistent();
+    head = NULL;
+    n = 0;
+    for (uint32_t i = 1; i < count; i += 2)
+        for (unsigned k = 0; k < SPANS; k++) {
+            *(void **)obj[k][i] = head;
+            head = obj[k][i];
+            n++;
+        }
+    pool_central_release_(a, CLS_96, head, n);
+    pool_test_assert_consistent();
+}
+END_TEST
+
+/* The same object twice in one released list (a double free into a
+ * thread cache links it into a cycle) aborts, naming it. */
+START_TEST(test_release_twice_in_one_list_aborts)
+{
+    pool_arena_t *a = &pool_arena_;
+    void *h, *t;
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 2, 0, &h, &t), 2);
+    *(void **)t = h;
+    pool_central_release_(a, CLS_96, h, 3);
 }
 END_TEST
 
@@ -183,6 +270,9 @@ Suite *make_central_suite(void)
     tcase_add_checked_fixture(tc, pool_test_create_attach, pool_test_destroy);
     tcase_add_test(tc, test_fetch_batch);
     tcase_add_test(tc, test_fetch_across_spans_and_return);
+    tcase_add_test(tc, test_empty_spans_beyond_budget_go_back);
+    tcase_add_test(tc, test_release_interleaved_spans);
+    tcase_add_test_raise_signal(tc, test_release_twice_in_one_list_aborts, SIGABRT);
     tcase_add_test(tc, test_repair_is_idempotent);
     tcase_add_test(tc, test_check_finds_corruption);
     suite_add_tcase(s, tc);
