@@ -20,6 +20,8 @@
 
 #include <string.h>
 
+#include "prim/prim.h"
+
 /* Journaled when j is not NULL (operations); plain in a rebuild, which
  * recomputes everything and needs no undo. */
 #define SET(j, lv, v)                                                         \
@@ -62,7 +64,8 @@ void pool_central_init_(pool_arena_t *a)
     for (unsigned cls = 0; cls < POOL_NCLASSES; cls++) {
         pool_central_sh_t *c = &a->central[cls];
         c->head = POOL_NIL;
-        c->nspans = c->nempty = 0;
+        c->nspans = c->nempty = c->nempty_min = 0;
+        c->decay_start_ns = 0;
     }
 }
 
@@ -72,8 +75,8 @@ static uint8_t tag_byte(uint16_t tag)
 }
 
 /* Take up to n free objects from span idx onto the list (*h, *t), tagging
- * them.  Each bitmap word is logged and written once, with all the objects
- * taken from it, and the free count once.  At most POOL_BITMAP_WORDS + 8
+ * them.  Each bitmap word is logged once, before the first of its objects
+ * is taken, and the free count once per word.  At most POOL_BITMAP_WORDS + 8
  * journal entries.  REQUIRES: class lock and an operation begun on j. */
 static uint32_t take_objects(pool_arena_t *a, pool_central_sh_t *c, pool_journal_sh_t *j,
                              uint32_t idx, uint32_t n, uint8_t tag, void **h, void **t)
@@ -82,18 +85,24 @@ static uint32_t take_objects(pool_arena_t *a, pool_central_sh_t *c, pool_journal
     char *base = pool_span_addr(a, s);
     size_t size = s->objsize;
     uint32_t got = 0;
-    if (s->nfree == s->count)
+    if (s->nfree == s->count) {
         POOL_JSET(j, c->nempty, c->nempty - 1);
+        if (c->nempty < c->nempty_min)
+            POOL_JSET(j, c->nempty_min, c->nempty);
+    }
     pool_op_log_(j, &s->nfree, sizeof s->nfree);
     for (unsigned w = 0; w < POOL_BITMAP_WORDS && got < n; w++) {
         uint64_t avail = ~s->bitmap[w], taken = 0;
         if (avail == 0)
             continue;
         uint32_t from = got;
+        pool_op_log_(j, &s->bitmap[w], sizeof s->bitmap[w]);
         while (avail != 0 && got < n) {
             unsigned b = (unsigned)__builtin_ctzll(avail);
             taken |= avail & -avail;
             avail &= avail - 1;
+            s->bitmap[w] |= taken;
+            POOL_CRASH_POINT("central.fetch");
             pool_owner_set(a, s, w * 64 + b, tag);
             void *obj = base + (size_t)(w * 64 + b) * size;
             if (*h == NULL)
@@ -103,9 +112,6 @@ static uint32_t take_objects(pool_arena_t *a, pool_central_sh_t *c, pool_journal
             *t = obj;
             got++;
         }
-        pool_op_log_(j, &s->bitmap[w], sizeof s->bitmap[w]);
-        s->bitmap[w] |= taken;
-        POOL_CRASH_POINT("central.fetch");
         s->nfree = (uint16_t)(s->nfree - (got - from));
     }
     if (s->nfree == 0)
@@ -194,6 +200,21 @@ pool_span_sh_t *pool_object_span_(pool_arena_t *a, const void *p, uint32_t *oi)
     return s;
 }
 
+/* Take listed span idx off the class, bound for the page heap: LEAVING,
+ * moved by `tag`, pushed on *leaving (linked by next).  REQUIRES: class
+ * lock and an operation begun on j. */
+static void leave(pool_arena_t *a, pool_central_sh_t *c, pool_journal_sh_t *j, uint32_t idx,
+                  uint16_t tag, uint32_t *leaving)
+{
+    pool_span_sh_t *s = &a->spans[idx];
+    list_remove(a, c, j, idx);
+    POOL_JSET(j, c->nspans, c->nspans - 1);
+    POOL_JSET(j, s->listed, POOL_LISTED_LEAVING);
+    POOL_JSET(j, s->owner, tag);
+    POOL_JSET(j, s->next, *leaving);
+    *leaving = idx;
+}
+
 /* Give back the objects of span s whose bits are set in bits[] (n of
  * them): one journal entry per bitmap word touched and one for the count,
  * however many objects.  A span that becomes wholly free stays with the
@@ -223,18 +244,46 @@ static bool give_back(pool_arena_t *a, unsigned cls, pool_span_sh_t *s, const ui
     if (before == 0)
         list_push(a, c, j, idx);
     if (s->nfree == s->count) {
-        if (c->nempty < pool_classes_[cls].keep_empty) {
+        if (c->nempty < pool_classes_[cls].keep_empty)
             POOL_JSET(j, c->nempty, c->nempty + 1);
-        } else {
-            list_remove(a, c, j, idx);
-            POOL_JSET(j, c->nspans, c->nspans - 1);
-            POOL_JSET(j, s->listed, POOL_LISTED_LEAVING);
-            POOL_JSET(j, s->owner, tag);
-            POOL_JSET(j, s->next, *leaving);
-            *leaving = idx;
-        }
+        else
+            leave(a, c, j, idx, tag, leaving);
     }
     return true;
+}
+
+/* End the class's decay period once it has run its course: the empty
+ * spans it kept through all of it, but one, go to the page heap (whose
+ * own decay gives their pages to the OS), so a class that shrank does not
+ * keep its budget forever.  REQUIRES: class lock and an operation begun
+ * on its journal. */
+static void decay_empties(pool_arena_t *a, unsigned cls, uint16_t tag, uint32_t *leaving)
+{
+    pool_central_sh_t *c = &a->central[cls];
+    pool_journal_sh_t *j = pool_journal_(a, POOL_LOCK_CENTRAL, cls);
+    /* The lock wrapper noted the time it took the mutex; a spin lock
+     * does not. */
+    uint64_t now = pool_config_spin ? pool_prim_now_coarse_ns_()
+                                    : pool_atomic_load_relaxed(&j->xsince_ns);
+    if (now - c->decay_start_ns < POOL_DECAY_NS)
+        return;
+    uint32_t due = c->nempty_min > 1 ? c->nempty_min - 1 : 0;
+    for (uint32_t i = c->head; i != POOL_NIL && due > 0;) {
+        pool_span_sh_t *s = &a->spans[i];
+        uint32_t next = s->next;
+        if (s->nfree == s->count) {
+            if (pool_op_room_(j) < POOL_JOURNAL_SLACK) {
+                pool_op_end_(j);
+                pool_op_begin_(j, POOL_OP_RELEASE, cls, 0, tag);
+            }
+            POOL_JSET(j, c->nempty, c->nempty - 1);
+            leave(a, c, j, i, tag, leaving);
+            due--;
+        }
+        i = next;
+    }
+    POOL_JSET(j, c->decay_start_ns, now);
+    POOL_JSET(j, c->nempty_min, c->nempty);
 }
 
 bool pool_central_release_one_(pool_arena_t *a, unsigned cls, void *p, uint16_t tag,
@@ -361,6 +410,11 @@ void pool_central_release_(pool_arena_t *a, unsigned cls, void *head, uint32_t n
         g[cur].n++;
     }
     flush_groups(a, cls, g, ng, tag, &leaving);
+    if (pool_op_room_(j) < POOL_JOURNAL_SLACK) {
+        pool_op_end_(j);
+        pool_op_begin_(j, POOL_OP_RELEASE, cls, 0, tag);
+    }
+    decay_empties(a, cls, tag, &leaving);
     if (pool_config_stats) {
         a->cstats[cls].releases++;
         a->cstats[cls].released += n;
@@ -476,4 +530,5 @@ void pool_central_repair_(pool_arena_t *a, unsigned cls)
                 c->nempty++;
         }
     }
+    c->nempty_min = c->nempty;
 }

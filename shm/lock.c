@@ -171,7 +171,7 @@ static bool rollback(pool_arena_t *a, pool_journal_sh_t *j)
 static const char *op_name(uint32_t op)
 {
     static const char *const names[] = { "none", "fetch", "add-span", "release",
-                                         "page-alloc", "page-free", "reap" };
+                                         "page-alloc", "page-free", "reap", "page-return" };
     return op < sizeof names / sizeof names[0] ? names[op] : "unknown";
 }
 

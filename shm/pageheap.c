@@ -6,12 +6,18 @@
  * pages are carved from the untouched top of the arena.  A freed span
  * coalesces with free neighbours found through the page map.
  *
- * Release rule: a coalesced free span of at least 1 MiB goes back to the OS
- * at once (MADV_REMOVE); so does any freed span while more than 32 MiB of
- * free pages have not been given back.  A returned span that is reused is
- * simply touched again (it reads as zeros).  Merging returned with unreturned
- * pages counts the result as unreturned unless it is returned again, so the
- * "returned" figure never overstates.
+ * Release rule (MADV_REMOVE): by decay.  Each period of POOL_DECAY_NS the
+ * page heap notes the fewest free pages that had not been given back; at the
+ * end of the period that much, less a 2 MiB cushion, stayed free the whole
+ * time and goes back to the OS, longest spans first.  Memory that a churn
+ * frees and takes again within a period stays mapped, so it is not faulted
+ * straight back in (a fresh 1 MiB span given back at once and carved again
+ * by the next request cost a fault per page).  A freed span goes back at
+ * once only while more than 32 MiB of free pages have not been given back,
+ * the bound on what a burst leaves mapped.  A returned span that is reused
+ * is simply touched again (it reads as zeros).  Merging returned with
+ * unreturned pages counts the result as unreturned unless it is returned
+ * again, so the "returned" figure never overstates.
  *
  * Page-map invariant: every page of a small or big span maps to its span;
  * a free span guarantees it only for its first and last page, which is all
@@ -141,8 +147,36 @@ static uint32_t find_free(pool_arena_t *a, uint32_t npages, uint32_t align)
     return best;
 }
 
-/* Coalesce free span idx with its free neighbours, apply the release rule
- * and list it. */
+/* Free pages not given back to the OS. */
+static uint64_t unreturned(const pool_pageheap_sh_t *ph)
+{
+    return ph->free_pages - ph->returned_pages;
+}
+
+/* The decay period's low mark of unreturned free pages.  REQUIRES: lock
+ * and an operation begun. */
+static void note_unreturned(pool_arena_t *a)
+{
+    pool_pageheap_sh_t *ph = a->ph;
+    if (unreturned(ph) < ph->decay_min_pages)
+        POOL_JSET(ph_journal(a), ph->decay_min_pages, unreturned(ph));
+}
+
+/* Give a free span's pages back to the OS.  Returning pages twice (after
+ * an undo) is harmless: they are free. */
+static void return_span(pool_arena_t *a, pool_span_sh_t *s)
+{
+    pool_pageheap_sh_t *ph = a->ph;
+    pool_journal_sh_t *j = ph_journal(a);
+    pool_prim_remove_(pool_span_addr(a, s), (size_t)s->npages << POOL_PAGE_SHIFT);
+    POOL_CRASH_POINT("pageheap.release");
+    POOL_JSET(j, s->returned, 1);
+    POOL_JSET(j, ph->returned_pages, ph->returned_pages + s->npages);
+    ph->madvises++;
+}
+
+/* Coalesce free span idx with its free neighbours, apply the bound on
+ * unreturned pages and list it. */
 static void free_locked(pool_arena_t *a, uint32_t idx)
 {
     pool_pageheap_sh_t *ph = a->ph;
@@ -184,16 +218,73 @@ static void free_locked(pool_arena_t *a, uint32_t idx)
             a->pm_span[s->start + s->npages - 1] = idx;
         }
     }
-    if (!s->returned && (s->npages >= POOL_RELEASE_PAGES ||
-                         ph->free_pages - ph->returned_pages > POOL_UNRETURNED_MAX_PAGES)) {
-        /* Returning pages twice (after an undo) is harmless: they are free. */
-        pool_prim_remove_(pool_span_addr(a, s), (size_t)s->npages << POOL_PAGE_SHIFT);
-        POOL_CRASH_POINT("pageheap.release");
-        POOL_JSET(j, s->returned, 1);
-        POOL_JSET(j, ph->returned_pages, ph->returned_pages + s->npages);
-        ph->madvises++;
-    }
+    if (!s->returned && unreturned(ph) > POOL_UNRETURNED_MAX_PAGES)
+        return_span(a, s);
     list_push(a, idx);
+    note_unreturned(a);
+}
+
+/* Give back up to `pages` pages of free spans not yet returned, longest
+ * first: list 0 (the longest), then 127 down to 1.  A span may pass the
+ * amount by up to `slack` pages, so that one long span is not kept
+ * forever for being a little longer than what is due.  Commits and begins
+ * again when the journal runs low.  REQUIRES: page-heap lock and an
+ * operation begun on its journal. */
+static void return_longest(pool_arena_t *a, uint64_t pages, uint64_t slack)
+{
+    pool_pageheap_sh_t *ph = a->ph;
+    pool_journal_sh_t *j = ph_journal(a);
+    for (unsigned k = 0; k < POOL_FREE_LISTS && pages > 0; k++) {
+        unsigned l = k == 0 ? 0 : POOL_FREE_LISTS - k;
+        if (!(ph->nonempty[l / 64] & (UINT64_C(1) << (l % 64))))
+            continue;
+        for (uint32_t i = ph->heads[l]; i != POOL_NIL && pages > 0; i = a->spans[i].next) {
+            pool_span_sh_t *s = &a->spans[i];
+            if (s->returned || s->npages > pages + slack)
+                continue;
+            if (pool_op_room_(j) < POOL_JOURNAL_SLACK) {
+                pool_op_end_(j);
+                pool_op_begin_(j, POOL_OP_PH_RETURN, (uint32_t)pages, 0, 0);
+            }
+            return_span(a, s);
+            ph->decayed_pages += s->npages;
+            pages = s->npages < pages ? pages - s->npages : 0;
+        }
+    }
+}
+
+/* End the decay period once it has run its course: give back what stayed
+ * free through all of it, less the cushion, and start the next.  The time
+ * is the one the lock wrapper took when the lock was acquired.  REQUIRES:
+ * page-heap lock, no operation in progress. */
+static void decay(pool_arena_t *a)
+{
+    pool_pageheap_sh_t *ph = a->ph;
+    pool_journal_sh_t *j = ph_journal(a);
+    uint64_t now = pool_atomic_load_relaxed(&j->xsince_ns);
+    if (now - ph->decay_start_ns < POOL_DECAY_NS)
+        return;
+    uint64_t due = ph->decay_min_pages > POOL_DECAY_KEEP_PAGES
+                       ? ph->decay_min_pages - POOL_DECAY_KEEP_PAGES
+                       : 0;
+    pool_op_begin_(j, POOL_OP_PH_RETURN, (uint32_t)due, 0, 0);
+    if (due > 0)
+        return_longest(a, due, POOL_DECAY_KEEP_PAGES);
+    POOL_JSET(j, ph->decay_start_ns, now);
+    POOL_JSET(j, ph->decay_min_pages, unreturned(ph));
+    pool_op_end_(j);
+}
+
+void pool_pageheap_trim_(pool_arena_t *a)
+{
+    pool_pageheap_sh_t *ph = a->ph;
+    pool_journal_sh_t *j = ph_journal(a);
+    pool_lock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
+    pool_op_begin_(j, POOL_OP_PH_RETURN, 0, 0, 0);
+    return_longest(a, ph->free_pages, 0);
+    POOL_JSET(j, ph->decay_min_pages, unreturned(ph));
+    pool_op_end_(j);
+    pool_unlock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
 }
 
 void pool_pageheap_init_(pool_arena_t *a)
@@ -310,7 +401,9 @@ uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_p
         idx = start;
     }
     span_set_used(a, idx, npages, cls, owner);
+    note_unreturned(a);
     pool_op_end_(j);
+    decay(a);
     pool_unlock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
     return idx;
 }
@@ -341,6 +434,7 @@ void pool_pageheap_free_(pool_arena_t *a, uint32_t idx)
     pool_pageheap_sh_t *ph = a->ph;
     pool_lock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
     pool_pageheap_free_locked_(a, idx);
+    decay(a);
     pool_unlock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
 }
 
@@ -434,4 +528,6 @@ void pool_pageheap_repair_(pool_arena_t *a)
             break;
         }
     }
+    if (ph->decay_min_pages > unreturned(ph))
+        ph->decay_min_pages = unreturned(ph);
 }

@@ -132,6 +132,10 @@ void pool_pageheap_free_(pool_arena_t *a, uint32_t span);
  * page map from the spans; quarantine pages past a broken descriptor.  Safe
  * to run twice.  REQUIRES: page-heap lock (called on EOWNERDEAD). */
 void pool_pageheap_repair_(pool_arena_t *a);
+/* Give every free page not yet returned back to the OS now, rather than
+ * when decay would (tests that must reach the release).  Takes the
+ * page-heap lock. */
+void pool_pageheap_trim_(pool_arena_t *a);
 /* pool_pageheap_free_ for a caller that holds the page-heap lock. */
 void pool_pageheap_free_locked_(pool_arena_t *a, uint32_t span);
 /* The span's memory and length in bytes. */

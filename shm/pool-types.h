@@ -58,15 +58,21 @@
 
 /* Free lists by exact length 1..127 pages; list 0 holds every longer span. */
 #define POOL_FREE_LISTS 128
-/* A coalesced free span at least this long goes back to the OS at once. */
-#define POOL_RELEASE_PAGES ((size_t)(1 << 20) >> POOL_PAGE_SHIFT)
-/* Free pages not given back beyond this many are given back too. */
+/* Free pages go back to the OS by decay: at the end of each period, the
+ * part of the free pages that stayed free (not returned) through all of it,
+ * beyond a cushion, is given back, longest spans first.  Pages freed and
+ * reused within a period are never returned, so a churn does not fault
+ * its own memory back in. */
+#define POOL_DECAY_NS UINT64_C(1000000000)
+#define POOL_DECAY_KEEP_PAGES ((size_t)(2u << 20) >> POOL_PAGE_SHIFT)
+/* Free pages not given back beyond this many are given back at once: the
+ * bound on what a burst can leave mapped before its period ends. */
 #define POOL_UNRETURNED_MAX_PAGES ((size_t)(32u << 20) >> POOL_PAGE_SHIFT)
 
 #define POOL_MAGIC UINT64_C(0x6c6f6f706d687373) /* "sshmpool" little-endian */
 /* Bumped whenever a shared structure changes shape.  Debug and spin builds
  * change the span and lock layouts, so they are folded into the version. */
-#define POOL_LAYOUT_VERSION 3u
+#define POOL_LAYOUT_VERSION 4u
 
 /* ------------------------------------------------------------------------ */
 /* Locks                                                                     */
@@ -94,6 +100,7 @@ typedef enum pool_op_e {
     POOL_OP_PH_ALLOC = 4,   /* page heap: a span handed out */
     POOL_OP_PH_FREE = 5,    /* page heap: a span given back */
     POOL_OP_REAP = 6,       /* central: a dead process's objects reclaimed */
+    POOL_OP_PH_RETURN = 7,  /* page heap: free spans' pages given back (decay) */
 } pool_op_t;
 
 /* One undo entry: a metadata word and the value it held before the
@@ -214,6 +221,8 @@ typedef struct pool_central_sh_s {
     uint32_t head;   /* spans of the class with free objects */
     uint32_t nspans; /* spans of the class, listed or full */
     uint32_t nempty; /* listed spans with every object free (at most keep_empty) */
+    uint32_t nempty_min;     /* fewest empty spans in the decay period */
+    uint64_t decay_start_ns; /* monotonic start of the decay period */
 } __attribute__((aligned(64))) pool_central_sh_t;
 
 /* Central counters per class, on their own lines, written under the lock. */
@@ -247,6 +256,10 @@ typedef struct pool_pageheap_sh_s {
     uint64_t madvises;   /* MADV_REMOVE calls */
     uint64_t reused_returned; /* returned pages handed out again */
     uint64_t quarantined_pages; /* pages a repair could not make sense of */
+    /* decay (POOL_DECAY_NS), written under the lock */
+    uint64_t decay_start_ns;  /* monotonic start of the current period */
+    uint64_t decay_min_pages; /* fewest free, unreturned pages seen in it */
+    uint64_t decayed_pages;   /* pages returned by decay (counter) */
 } pool_pageheap_sh_t;
 
 /* ------------------------------------------------------------------------ */

@@ -234,9 +234,11 @@ size_t pool_stats_json(char *buf, size_t cap)
            u.foreign_frees, POOL_PAGE_SIZE);
         const pool_pageheap_sh_t *ph = a->ph;
         jp(&j, ",\"pageheap\":{\"pages\":%u,\"carved\":%u,\"allocs\":%lu,\"frees\":%lu,"
-               "\"madvise_remove\":%lu,\"reused_returned_pages\":%lu,\"lock\":",
+               "\"madvise_remove\":%lu,\"decayed_pages\":%lu,\"reused_returned_pages\":%lu,"
+               "\"lock\":",
            ph->npages, ph->carved, (unsigned long)ph->allocs, (unsigned long)ph->frees,
-           (unsigned long)ph->madvises, (unsigned long)ph->reused_returned);
+           (unsigned long)ph->madvises, (unsigned long)ph->decayed_pages,
+           (unsigned long)ph->reused_returned);
         jp_lock(&j, &a->lockstats[0]);
         jp(&j, ",\"quarantined_pages\":%lu}", (unsigned long)ph->quarantined_pages);
         jp_crash(&j, a);

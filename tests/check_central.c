@@ -98,6 +98,39 @@ START_TEST(test_empty_spans_beyond_budget_go_back)
 }
 END_TEST
 
+/* Kept empty spans that stay empty through a whole decay period go to the
+ * page heap at its end, but one.  Periods are ended by moving their start
+ * back rather than by waiting. */
+START_TEST(test_empty_spans_decay)
+{
+    pool_arena_t *a = &pool_arena_;
+    pool_central_sh_t *c = &a->central[CLS_96];
+    uint32_t count = pool_classes_[CLS_96].count;
+    void *heads[3], *h, *t;
+    ck_assert_uint_ge(pool_classes_[CLS_96].keep_empty, 3);
+    for (unsigned i = 0; i < 3; i++)
+        ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, count, 0, &heads[i], &t), count);
+    for (unsigned i = 0; i < 3; i++)
+        pool_central_release_(a, CLS_96, heads[i], count);
+    ck_assert_uint_eq(c->nempty, 3);
+    uint64_t frees = a->ph->frees;
+    /* The period in which they emptied ends: they were not empty all of it. */
+    c->decay_start_ns -= POOL_DECAY_NS;
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 1, 0, &h, &t), 1);
+    pool_central_release_(a, CLS_96, h, 1);
+    ck_assert_uint_eq(c->nempty, 3);
+    ck_assert_uint_eq(a->ph->frees, frees);
+    /* A period in which two of them stayed empty (one lent an object). */
+    c->decay_start_ns -= POOL_DECAY_NS;
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 1, 0, &h, &t), 1);
+    pool_central_release_(a, CLS_96, h, 1);
+    ck_assert_uint_eq(c->nempty, 2);
+    ck_assert_uint_eq(c->nspans, 2);
+    ck_assert_uint_eq(a->ph->frees, frees + 1);
+    pool_test_assert_consistent();
+}
+END_TEST
+
 /* One release of objects from several spans, interleaved (more spans than
  * a release gathers at once), leaves every span's bitmap and count right. */
 START_TEST(test_release_interleaved_spans)
@@ -271,6 +304,7 @@ Suite *make_central_suite(void)
     tcase_add_test(tc, test_fetch_batch);
     tcase_add_test(tc, test_fetch_across_spans_and_return);
     tcase_add_test(tc, test_empty_spans_beyond_budget_go_back);
+    tcase_add_test(tc, test_empty_spans_decay);
     tcase_add_test(tc, test_release_interleaved_spans);
     tcase_add_test_raise_signal(tc, test_release_twice_in_one_list_aborts, SIGABRT);
     tcase_add_test(tc, test_repair_is_idempotent);

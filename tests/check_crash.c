@@ -92,6 +92,9 @@ static unsigned churn(uint64_t salt, unsigned rounds)
             pool_free(big[i].p);
         for (unsigned i = 1; i < 6; i += 2)
             pool_free(big[i].p);
+        /* Decay would give the pages back a second later: now, so that
+         * the release is reached. */
+        pool_pageheap_trim_(&pool_arena_);
         for (unsigned i = 0; i < 300; i++)
             pool_free(small[i].p);
         pool_thread_flush();

@@ -128,17 +128,17 @@ START_TEST(test_release_to_os)
 {
     pool_arena_t *a = &pool_arena_;
     pool_usage_t u;
-    /* 1 page: below the 1 MiB rule, stays unreturned. */
-    uint32_t one = take(1);
-    uint32_t guard = take(1);
-    pool_pageheap_free_(a, one);
-    ck_assert_uint_eq(a->ph->returned_pages, 0);
-    /* 2 MiB: given back at once, and reads back as zeros when reused. */
+    /* 2 MiB freed: kept mapped (the next request may take it at once). */
     uint32_t n = (uint32_t)((2u << 20) / POOL_PAGE_SIZE);
     uint32_t s = take(n);
+    uint32_t guard = take(1);
     memset(pool_span_addr(a, &a->spans[s]), 0x5a, (size_t)n * POOL_PAGE_SIZE);
     uint64_t madv = a->ph->madvises;
     pool_pageheap_free_(a, s);
+    ck_assert_uint_eq(a->ph->madvises, madv);
+    ck_assert_uint_eq(a->ph->returned_pages, 0);
+    /* Trimmed: given back, and reads back as zeros when reused. */
+    pool_pageheap_trim_(a);
     ck_assert_uint_eq(a->ph->madvises, madv + 1);
     ck_assert_uint_ge(a->ph->returned_pages, n);
     pool_usage(&u);
@@ -151,6 +151,37 @@ START_TEST(test_release_to_os)
         ck_assert_msg(b[i] == 0, "byte %zu of a returned span is %u", i, b[i]);
     ck_assert_uint_ge(a->ph->reused_returned, n);
     pool_pageheap_free_(a, again);
+    pool_pageheap_free_(a, guard);
+    pool_test_assert_consistent();
+}
+END_TEST
+
+/* Decay: pages freed within a period stay mapped; what stayed free through
+ * a whole period, beyond the cushion, goes back at its end.  The periods
+ * are ended by moving their start back rather than by waiting. */
+START_TEST(test_decay_returns_what_stayed_free)
+{
+    pool_arena_t *a = &pool_arena_;
+    uint32_t n = (uint32_t)((4u << 20) / POOL_PAGE_SIZE);
+    uint32_t s = take(n);
+    uint32_t guard = take(1);
+    pool_pageheap_free_(a, s);
+    uint64_t madv = a->ph->madvises;
+    /* The period in which the span was freed ends: it was in use for part
+     * of it, so nothing is due. */
+    a->ph->decay_start_ns -= POOL_DECAY_NS;
+    uint32_t one = take(1);
+    pool_pageheap_free_(a, one);
+    ck_assert_uint_eq(a->ph->madvises, madv);
+    ck_assert_uint_eq(a->ph->returned_pages, 0);
+    /* A whole period free: given back, all but the cushion at most. */
+    a->ph->decay_start_ns -= POOL_DECAY_NS;
+    one = take(1);
+    ck_assert_uint_gt(a->ph->madvises, madv);
+    ck_assert_uint_ge(a->ph->returned_pages + POOL_DECAY_KEEP_PAGES, n - 1);
+    ck_assert_uint_ge(a->ph->decayed_pages, a->ph->returned_pages);
+    pool_test_assert_consistent();
+    pool_pageheap_free_(a, one);
     pool_pageheap_free_(a, guard);
     pool_test_assert_consistent();
 }
@@ -190,6 +221,7 @@ Suite *make_pageheap_suite(void)
     tcase_add_test(tc, test_aligned_spans);
     tcase_add_test(tc, test_big_requests);
     tcase_add_test(tc, test_release_to_os);
+    tcase_add_test(tc, test_decay_returns_what_stayed_free);
     tcase_add_test(tc, test_exhaustion_falls_back);
     suite_add_tcase(s, tc);
     return s;

@@ -365,6 +365,9 @@ static void crash_workload(void)
             pool_free(big[i]);
         for (int i = 1; i < 6; i += 2)
             pool_free(big[i]);
+        /* Decay would give the pages back a second later: now, so that
+         * the release is reached. */
+        pool_pageheap_trim_(&pool_arena_);
         for (int i = 0; i < 300; i++)
             pool_free(small[i]);
         pool_thread_flush();
