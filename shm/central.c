@@ -85,6 +85,9 @@ static uint32_t take_objects(pool_arena_t *a, pool_central_sh_t *c, pool_journal
     char *base = pool_span_addr(a, s);
     size_t size = s->objsize;
     uint32_t got = 0;
+    /* Locals: a store through *t may alias h and t themselves. */
+    void *head = *h, *tail = *t;
+    uint8_t *owners = pool_owner_of(a, s, 0); /* object oi's tag at owners[oi] */
     if (s->nfree == s->count) {
         POOL_JSET(j, c->nempty, c->nempty - 1);
         if (c->nempty < c->nempty_min)
@@ -95,25 +98,29 @@ static uint32_t take_objects(pool_arena_t *a, pool_central_sh_t *c, pool_journal
         uint64_t avail = ~s->bitmap[w], taken = 0;
         if (avail == 0)
             continue;
-        uint32_t from = got;
         pool_op_log_(j, &s->bitmap[w], sizeof s->bitmap[w]);
-        while (avail != 0 && got < n) {
+        uint32_t want = (uint32_t)__builtin_popcountll(avail);
+        if (want > n - got)
+            want = n - got;
+        for (uint32_t k = 0; k < want; k++) {
             unsigned b = (unsigned)__builtin_ctzll(avail);
             taken |= avail & -avail;
             avail &= avail - 1;
             s->bitmap[w] |= taken;
             POOL_CRASH_POINT("central.fetch");
-            pool_owner_set(a, s, w * 64 + b, tag);
+            owners[w * 64 + b] = tag;
             void *obj = base + (size_t)(w * 64 + b) * size;
-            if (*h == NULL)
-                *h = obj;
+            if (tail == NULL)
+                head = obj;
             else
-                *(void **)*t = obj;
-            *t = obj;
-            got++;
+                *(void **)tail = obj;
+            tail = obj;
         }
-        s->nfree = (uint16_t)(s->nfree - (got - from));
+        got += want;
+        s->nfree = (uint16_t)(s->nfree - want);
     }
+    *h = head;
+    *t = tail;
     if (s->nfree == 0)
         list_remove(a, c, j, idx);
     return got;
@@ -375,15 +382,14 @@ void pool_central_release_(pool_arena_t *a, unsigned cls, void *head, uint32_t n
     pool_journal_sh_t *j = pool_journal_(a, POOL_LOCK_CENTRAL, cls);
     uint16_t tag = pool_thread_tag();
     uint32_t leaving = POOL_NIL; /* spans for the page heap, linked by next */
-    group_t g[RELEASE_GROUPS];
-    unsigned ng = 0, cur = 0;
+    group_t g[RELEASE_GROUPS], *gp = g;
+    unsigned ng = 0;
     /* Object index by a multiply instead of a division: exact for offsets
      * below 2^21 (a span is at most 32 pages) as the error of the rounded
      * reciprocal, under size, times the offset stays below 2^40. */
     const uintptr_t size = pool_classes_[cls].size;
     const uint64_t magic = ((UINT64_C(1) << 40) + size - 1) / size;
-    uintptr_t lo = 0, span_bytes = 0; /* memory of g[cur]'s span */
-    uint32_t count = 0;               /* objects in it */
+    uintptr_t lo = 0, span_bytes = 0; /* gp's span: its objects' bytes */
     pool_lock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
     pool_op_begin_(j, POOL_OP_RELEASE, cls, n, tag);
     for (void *p = head, *next; p != NULL; p = next) {
@@ -391,23 +397,23 @@ void pool_central_release_(pool_arena_t *a, unsigned cls, void *head, uint32_t n
         uintptr_t off = (uintptr_t)p - lo;
         uint32_t oi;
         if (pool_likely(off < span_bytes)) {
+            /* Below count * size, so an exact multiple is an object. */
             oi = (uint32_t)((off * magic) >> 40);
-            if (pool_unlikely(oi * size != off || oi >= count))
+            if (pool_unlikely(oi * size != off))
                 bad_release(a, cls, p);
         } else {
             pool_span_sh_t *s = pool_object_span_(a, p, &oi);
             if (pool_unlikely(s == NULL || s->cls != cls || s->objsize != size))
                 bad_release(a, cls, p);
-            cur = open_group(a, cls, g, &ng, s, tag, &leaving);
+            gp = &g[open_group(a, cls, g, &ng, s, tag, &leaving)];
             lo = (uintptr_t)pool_span_addr(a, s);
-            span_bytes = (uintptr_t)s->npages << POOL_PAGE_SHIFT;
-            count = s->count;
+            span_bytes = (uintptr_t)s->count * size;
         }
         uint64_t bit = UINT64_C(1) << (oi % 64);
-        if (pool_unlikely(g[cur].bits[oi / 64] & bit))
+        if (pool_unlikely(gp->bits[oi / 64] & bit))
             bad_release(a, cls, p); /* twice in one list */
-        g[cur].bits[oi / 64] |= bit;
-        g[cur].n++;
+        gp->bits[oi / 64] |= bit;
+        gp->n++;
     }
     flush_groups(a, cls, g, ng, tag, &leaving);
     if (pool_op_room_(j) < POOL_JOURNAL_SLACK) {
