@@ -7,9 +7,9 @@
  * whose tail after the last whole object is at most 1/16 of the span; a span
  * holds at most 512 objects.  The batch between a thread cache and the
  * central cache is at most 64 KiB of objects (1..128); a bin releases a
- * batch once it holds 256 KiB of objects, but at least two batches and at
- * most four.  A class keeps up to 512 KiB of wholly free spans (at least
- * one) before it gives them to the page heap.
+ * batch once it holds 256 KiB of objects, but at least two batches.  A
+ * class keeps up to 512 KiB of wholly free spans (at least one) before it
+ * gives them to the page heap.
  *
  *   class  size  pages objs | class  size  pages objs | class   size pages objs
  *       1    16    1  512   |    33  1152    1    7   |    65   18432   7   3
@@ -56,10 +56,12 @@ pool_class_t pool_classes_[POOL_NCLASSES];
 /* Bytes of objects per batch between a thread cache and the central cache. */
 #define POOL_BATCH_BYTES (64u << 10)
 #define POOL_BATCH_MAX 128u
-/* A bin may hold this many bytes (but no more than four batches, and at
- * least two): the count of a class in a working set drifts by a few
- * objects either way, and a bin of two 8 KiB batches (16 objects) crossed
- * its bounds every few dozen frees, each crossing a trip to the class lock. */
+/* A bin may hold this many bytes of objects (at least two batches): a
+ * limit in bytes rather than batches lets a thread keep a working set of
+ * small objects (10,000 of 16 B) in its cache instead of sending it
+ * through the class lock and back on every cycle, and a bin of two 8 KiB
+ * batches (16 objects), whose class count drifts by a few objects either
+ * way, crossed its bounds every few dozen frees. */
 #define POOL_BIN_BYTES (256u << 10)
 /* Wholly free spans a class keeps rather than give them to the page heap:
  * a batch allocated and freed again, or a class whose count swings by a
@@ -97,8 +99,6 @@ static void class_geometry(pool_class_t *c, uint32_t size)
     c->pages = (uint16_t)best_p;
     c->count = (uint16_t)best_count;
     uint32_t bin = POOL_BIN_BYTES / size;
-    if (bin > 4 * batch)
-        bin = 4 * batch;
     uint32_t keep = POOL_KEEP_EMPTY_BYTES / (best_p * (uint32_t)POOL_PAGE_SIZE);
     c->max_batch = (uint16_t)batch;
     c->watermark = (uint16_t)(bin > 2 * batch ? bin : 2 * batch);

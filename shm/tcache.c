@@ -6,7 +6,7 @@
  * spans, private pointers, forked processes), over-aligned requests,
  * realloc, and the debug-build checks.  Batches from the central cache grow
  * by slow start (1, 2, 4 ... up to the class maximum); a bin that reaches
- * its watermark (256 KiB of objects, two to four batches) releases one
+ * its watermark (256 KiB of objects, at least two batches) releases one
  * batch.
  */
 #include "pool-internal.h"

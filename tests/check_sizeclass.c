@@ -62,13 +62,11 @@ START_TEST(test_class_geometry)
         ck_assert_msg(c->max_batch >= 1 && c->max_batch <= 128, "class %u batch", cls);
         ck_assert_msg((size_t)c->max_batch * c->size <= (64u << 10) || c->max_batch == 1,
                       "class %u: batch of %u objects exceeds 64 KiB", cls, c->max_batch);
-        /* A bin holds 256 KiB, but two to four batches. */
-        ck_assert_msg(c->watermark >= 2u * c->max_batch && c->watermark <= 4u * c->max_batch,
+        /* A bin holds 256 KiB of objects, but at least two batches. */
+        uint32_t bin = (256u << 10) / c->size;
+        ck_assert_msg(c->watermark == (bin > 2u * c->max_batch ? bin : 2u * c->max_batch),
                       "class %u: watermark %u for batches of %u", cls, c->watermark,
                       c->max_batch);
-        ck_assert_msg(c->watermark == 2u * c->max_batch ||
-                          (size_t)c->watermark * c->size <= (256u << 10),
-                      "class %u: a bin of %u objects exceeds 256 KiB", cls, c->watermark);
         /* A class keeps 512 KiB of wholly free spans, at least one. */
         ck_assert_msg(c->keep_empty >= 1 &&
                           (c->keep_empty == 1 || (size_t)c->keep_empty * span <= (512u << 10)),

@@ -53,10 +53,11 @@ END_TEST
 
 START_TEST(test_watermark_releases_a_batch)
 {
-    enum { N = 700 };
+    enum { N = 3000 };
     static void *obj[N];
     pool_bin_t *bin = bin_of(96);
     const pool_class_t *c = &pool_classes_[pool_sizeclass_of(96)];
+    ck_assert_uint_gt(N, c->watermark + c->max_batch);
     for (int i = 0; i < N; i++)
         obj[i] = pool_malloc(96);
     uint64_t released = 0;
