@@ -134,8 +134,10 @@ static int wait_exit(pid_t pid, long ms)
     return -1;
 }
 
-/* Start poold -w <workers> -p 0 plus the given options (NULL-terminated)
- * and wait for its start-up line. */
+static void srv_wait_ready(const srv_t *s);
+
+/* Start poold -w <workers> -p 0 plus the given options (NULL-terminated),
+ * wait for its start-up line and then for every worker to be ready. */
 static void srv_start(srv_t *s, const char *workers, ...)
 {
     char *args[32] = {"-w", (char *)workers, "-p", "0"};
@@ -183,6 +185,7 @@ static void srv_start(srv_t *s, const char *workers, ...)
     ck_assert_ptr_nonnull(p);
     ck_assert_int_eq(sscanf(p, "listen=127.0.0.1:%d", &s->port), 1);
     ck_assert_int_gt(s->port, 0);
+    srv_wait_ready(s);
 }
 
 /* SIGTERM; the master must exit 0 within 5 s.  Returns the wait status. */
@@ -340,6 +343,32 @@ static void get(const srv_t *s, const char *request, resp_t *r)
     cl_sends(c, request);
     cl_response(c, r, strncmp(request, "HEAD ", 5) == 0, REPLY_MS);
     cl_close(c);
+}
+
+/* The start-up line comes before the workers are ready, and /stats lists a
+ * worker's pid only once it is: wait until it lists them all, so that no
+ * test reads a slot that is still starting. */
+static void srv_wait_ready(const srv_t *s)
+{
+    long end = test_now_ms() + REPLY_MS;
+    resp_t r;
+
+    for (;;) {
+        int ready = 0;
+
+        get(s, "GET /stats HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+        for (int i = 0; i < s->nworkers; i++) {
+            char want[64];
+
+            snprintf(want, sizeof(want), "{\"index\":%d,\"pid\":%d,", i, (int)s->workers[i]);
+            ready += strstr(r.body, want) != NULL;
+        }
+        if (ready == s->nworkers)
+            return;
+        ck_assert_msg(test_now_ms() < end, "%d of %d workers ready after %d ms: %s", ready,
+                      s->nworkers, REPLY_MS, r.body);
+        test_sleep_ms(20);
+    }
 }
 
 static bool has_header(const resp_t *r, const char *line)
@@ -1014,13 +1043,7 @@ START_TEST(test_ready_worker_replaced_at_once)
     long t0;
 
     srv_start(&s, "2", NULL);
-    /* The start-up line comes before the workers are ready; /stats shows a
-     * worker's pid only once it is. */
-    t0 = test_now_ms();
-    while ((pid = slot0_pid(&s)) != s.workers[0]) {
-        ck_assert_msg(test_now_ms() - t0 < REPLY_MS, "worker 0 never ready (slot: %d)", (int)pid);
-        test_sleep_ms(20);
-    }
+    pid = s.workers[0];
     for (int k = 0; k < 3; k++) {
         pid_t victim = pid;
 
@@ -1101,21 +1124,31 @@ START_TEST(test_sigint_and_straggler)
 }
 END_TEST
 
+/* GET /stats; returns the requests it counts over all workers (itself
+ * included). */
+static unsigned long stats_requests(const srv_t *s, resp_t *r)
+{
+    unsigned long total = 0;
+
+    get(s, "GET /stats HTTP/1.1\r\nHost: t\r\n\r\n", r);
+    for (const char *p = r->body; (p = strstr(p, "\"requests\":")) != NULL; p++)
+        total += strtoul(p + 11, NULL, 10);
+    return total;
+}
+
 START_TEST(test_stats_counts)
 {
     srv_t s;
     resp_t r;
-    unsigned long total = 0;
-    const char *p;
+    unsigned long before;
 
     srv_start(&s, "2", NULL);
+    /* srv_start's own requests are counted too. */
+    before = stats_requests(&s, &r);
     for (int i = 0; i < 10; i++)
         get(&s, "GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n", &r);
     test_sleep_ms(200);      /* the workers see those clients close */
-    get(&s, "GET /stats HTTP/1.1\r\nHost: t\r\n\r\n", &r);
-    for (p = r.body; (p = strstr(p, "\"requests\":")) != NULL; p++)
-        total += strtoul(p + 11, NULL, 10);
-    ck_assert_uint_eq(total, 11);
+    ck_assert_uint_eq(stats_requests(&s, &r), before + 11);
     ck_assert_ptr_nonnull(strstr(r.body, "\"connections\":1,"));  /* this one */
     ck_assert_ptr_null(strstr(r.body, "\"bytes_in\":0,\"bytes_out\":0}"));
     srv_stop(&s);
