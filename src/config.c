@@ -78,7 +78,7 @@ void pd_config_usage(FILE *out)
           "      --header-timeout SEC complete headers within, else 408 (default: 10)\n"
           "      --idle-timeout SEC   close idle keep-alive connections after (default: 60)\n"
           "      --shutdown-timeout SEC  kill workers still busy after (default: 5)\n"
-          "      --request-region     /heavy allocates from a per-connection region\n"
+          "      --request-region     /heavy allocates from a per-request region\n"
           "                           reset after each request (default: malloc)\n"
           "      --region-block SIZE  bytes per region block, 256..64M (default: 4K)\n"
           "  -v, --verbose            more log lines (repeatable)\n"

@@ -51,7 +51,7 @@ typedef struct pd_config_s {
     struct timeval idle_timeout;    /* --idle-timeout */
     struct timeval shutdown_timeout;/* --shutdown-timeout */
     bool request_region;            /* --request-region: /heavy bumps in a
-                                       per-connection region */
+                                       per-request region */
     size_t region_block;            /* --region-block, bytes */
     int verbose;                    /* number of -v */
 } pd_config_t;
@@ -342,6 +342,9 @@ typedef struct pd_worker_s {
     pd_conn_t *conns;           /* all open connections, doubly linked */
     pd_request_t req;           /* the request being dispatched: one at a
                                    time, so one per worker, not per connection */
+    pd_region_t *region;        /* --request-region, else NULL: reset after
+                                   every dispatch, so one per worker too, and
+                                   its blocks stay hot in the cache */
     int nconns;
     bool stopping;              /* SIGTERM/SIGINT seen: finish and exit */
 } pd_worker_t;

@@ -3,7 +3,7 @@
  * "/" names the allocator, worker and pid; "/plaintext" is the cheapest
  * possible answer (no heap allocation of its own); "/heavy" is the
  * allocation-heavy workload the allocators are measured on (from malloc,
- * or from a per-connection region with --request-region); "/stats"
+ * or from the worker's request region with --request-region); "/stats"
  * reports every worker's counters, the allocator's, and whether regions
  * are on.  pd_route_dispatch is the entry.
  */
@@ -135,7 +135,7 @@ fail:
  * most allocations land between 64 and 128 bytes, where web servers'
  * header maps put them.
  *
- * With --request-region the same code allocates from the connection's
+ * With --request-region the same code allocates from the worker's request
  * region and its frees do nothing: the caller resets the region after the
  * request.  Only pd_heavy_malloc and pd_heavy_free know which it is, so
  * the two arms of the comparison differ in nothing else. */

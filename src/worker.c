@@ -126,6 +126,10 @@ int pd_worker_run(const pd_config_t *cfg, int index, int lfd)
         pd_log(PD_LOG_ERROR, 0, "worker %d: event_base_new() failed", index);
         return 1;
     }
+    if (cfg->request_region && (w.region = pd_region_create(cfg->region_block)) == NULL) {
+        pd_log(PD_LOG_ERROR, ENOMEM, "worker %d: cannot create its request region", index);
+        goto fail;
+    }
     w.accept_ev = event_new(w.base, lfd, EV_READ | EV_PERSIST, worker_on_accept, &w);
     w.resume_ev = evtimer_new(w.base, worker_on_resume, &w);
     w.date_ev = event_new(w.base, -1, EV_PERSIST, worker_on_date, &w);
@@ -169,6 +173,7 @@ fail:
     if (w.sigint_ev != NULL)
         event_free(w.sigint_ev);
     event_base_free(w.base);
+    pd_region_destroy(w.region);
     if (w.lfd >= 0)
         close(w.lfd);
     return rc;
