@@ -55,7 +55,7 @@ START_TEST(test_fetch_across_spans_and_return)
     void *h1, *t1, *h2, *t2;
     ck_assert_uint_ge(keep, 2);
     ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, count, 0, &h1, &t1), count);
-    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 5, 0, &h2, &t2), 5);
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 6, 0, &h2, &t2), 6);
     ck_assert_uint_eq(a->central[CLS_96].nspans, 2);
     uint32_t first = span_of(h1), second = span_of(h2);
     ck_assert_uint_ne(first, second);
@@ -63,7 +63,7 @@ START_TEST(test_fetch_across_spans_and_return)
     pool_test_assert_consistent();
     uint64_t frees = a->ph->frees;
     pool_central_release_(a, CLS_96, h1, count);
-    pool_central_release_(a, CLS_96, h2, 5);
+    pool_central_release_(a, CLS_96, h2, 6);
     /* Both wholly free, both within the class's budget: kept. */
     ck_assert_uint_eq(a->central[CLS_96].nspans, 2);
     ck_assert_uint_eq(a->central[CLS_96].nempty, 2);
@@ -116,17 +116,59 @@ START_TEST(test_empty_spans_decay)
     uint64_t frees = a->ph->frees;
     /* The period in which they emptied ends: they were not empty all of it. */
     c->decay_start_ns -= POOL_DECAY_NS;
-    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 1, 0, &h, &t), 1);
-    pool_central_release_(a, CLS_96, h, 1);
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 2, 0, &h, &t), 2);
+    pool_central_release_(a, CLS_96, h, 2);
     ck_assert_uint_eq(c->nempty, 3);
     ck_assert_uint_eq(a->ph->frees, frees);
     /* A period in which two of them stayed empty (one lent an object). */
     c->decay_start_ns -= POOL_DECAY_NS;
-    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 1, 0, &h, &t), 1);
-    pool_central_release_(a, CLS_96, h, 1);
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 2, 0, &h, &t), 2);
+    pool_central_release_(a, CLS_96, h, 2);
     ck_assert_uint_eq(c->nempty, 2);
     ck_assert_uint_eq(c->nspans, 2);
     ck_assert_uint_eq(a->ph->frees, frees + 1);
+    pool_test_assert_consistent();
+}
+END_TEST
+
+/* A batch ends on a cache-line boundary when the objects after it are
+ * free, so two thread caches never share a line of a fresh span: one
+ * object asked of the 16-byte class brings its line's four, of the
+ * 96-byte class two (three lines), of the 64-byte class one.  An object
+ * whose next neighbour is held ends the batch where it is. */
+START_TEST(test_fetch_completes_cache_lines)
+{
+    pool_arena_t *a = &pool_arena_;
+    static const struct {
+        size_t size;
+        uint32_t got;
+    } want[] = {{16, 4}, {32, 2}, {48, 4}, {64, 1}, {80, 4}, {96, 2}, {128, 1}};
+    for (unsigned i = 0; i < sizeof want / sizeof want[0]; i++) {
+        unsigned cls = pool_sizeclass_of(want[i].size);
+        ck_assert_uint_eq(pool_classes_[cls].size, want[i].size);
+        void *h[2], *t[2];
+        for (unsigned k = 0; k < 2; k++) {
+            ck_assert_uint_eq(pool_central_fetch_(a, cls, 1, 0, &h[k], &t[k]), want[i].got);
+            ck_assert_uint_eq((uintptr_t)h[k] % 64, 0);
+            ck_assert_uint_eq(((uintptr_t)t[k] + want[i].size) % 64, 0);
+        }
+        ck_assert_ptr_eq((char *)t[0] + want[i].size, h[1]);
+        pool_central_release_(a, cls, h[0], want[i].got);
+        pool_central_release_(a, cls, h[1], want[i].got);
+    }
+    pool_test_assert_consistent();
+
+    unsigned cls16 = pool_sizeclass_of(16);
+    void *h, *t, *one, *t1;
+    ck_assert_uint_eq(pool_central_fetch_(a, cls16, 4, 0, &h, &t), 4);
+    void *second = *(void **)h;
+    *(void **)h = *(void **)second; /* keep objects 0, 2 and 3; give back 1 */
+    *(void **)second = NULL;
+    pool_central_release_(a, cls16, second, 1);
+    ck_assert_uint_eq(pool_central_fetch_(a, cls16, 1, 0, &one, &t1), 1);
+    ck_assert_ptr_eq(one, second);
+    pool_central_release_(a, cls16, one, 1);
+    pool_central_release_(a, cls16, h, 3);
     pool_test_assert_consistent();
 }
 END_TEST
@@ -303,6 +345,7 @@ Suite *make_central_suite(void)
     tcase_add_checked_fixture(tc, pool_test_create_attach, pool_test_destroy);
     tcase_add_test(tc, test_fetch_batch);
     tcase_add_test(tc, test_fetch_across_spans_and_return);
+    tcase_add_test(tc, test_fetch_completes_cache_lines);
     tcase_add_test(tc, test_empty_spans_beyond_budget_go_back);
     tcase_add_test(tc, test_empty_spans_decay);
     tcase_add_test(tc, test_release_interleaved_spans);

@@ -26,11 +26,16 @@ START_TEST(test_slow_start)
 {
     void *p = pool_malloc(16);
     pool_bin_t *bin = bin_of(16);
-    /* First miss fetched one object and doubled the batch. */
-    ck_assert_uint_eq(bin->len, 0);
+    /* First miss asked for one object, got its cache line's four (a batch
+     * ends on a line boundary), and doubled the batch. */
+    ck_assert_uint_eq(bin->len, 3);
     ck_assert_uint_eq(bin->batch, 2);
-    void *q = pool_malloc(16);
-    ck_assert_uint_eq(bin->len, 1);
+    void *q[3];
+    for (int i = 0; i < 3; i++)
+        q[i] = pool_malloc(16);
+    ck_assert_uint_eq(bin->len, 0);
+    void *r = pool_malloc(16); /* asked for two, got a line */
+    ck_assert_uint_eq(bin->len, 3);
     ck_assert_uint_eq(bin->batch, 4);
     uint32_t expect = 4;
     for (int i = 0; i < 600; i++) {
@@ -46,7 +51,9 @@ START_TEST(test_slow_start)
     }
     ck_assert_uint_eq(bin->batch, pool_classes_[1].max_batch);
     pool_free(p);
-    pool_free(q);
+    for (int i = 0; i < 3; i++)
+        pool_free(q[i]);
+    pool_free(r);
     pool_test_assert_consistent();
 }
 END_TEST
