@@ -13,8 +13,9 @@
  * frees and takes again within a period stays mapped, so it is not faulted
  * straight back in (a fresh 1 MiB span given back at once and carved again
  * by the next request cost a fault per page).  A freed span goes back at
- * once only while more than 32 MiB of free pages have not been given back,
- * the bound on what a burst leaves mapped.  A returned span that is reused
+ * once only while more free pages than an eighth of the arena (at least
+ * 32 MiB) have not been given back, the bound on what a burst leaves
+ * mapped.  A returned span that is reused
  * is simply touched again (it reads as zeros).  Merging returned with
  * unreturned pages counts the result as unreturned unless it is returned
  * again, so the "returned" figure never overstates.
@@ -162,6 +163,12 @@ static void note_unreturned(pool_arena_t *a)
         POOL_JSET(ph_journal(a), ph->decay_min_pages, unreturned(ph));
 }
 
+uint64_t pool_pageheap_unreturned_max_(const pool_arena_t *a)
+{
+    uint64_t share = a->npages / POOL_UNRETURNED_SHARE;
+    return share > POOL_UNRETURNED_MIN_PAGES ? share : POOL_UNRETURNED_MIN_PAGES;
+}
+
 /* Give a free span's pages back to the OS.  Returning pages twice (after
  * an undo) is harmless: they are free. */
 static void return_span(pool_arena_t *a, pool_span_sh_t *s)
@@ -218,7 +225,7 @@ static void free_locked(pool_arena_t *a, uint32_t idx)
             a->pm_span[s->start + s->npages - 1] = idx;
         }
     }
-    if (!s->returned && unreturned(ph) > POOL_UNRETURNED_MAX_PAGES)
+    if (!s->returned && unreturned(ph) > pool_pageheap_unreturned_max_(a))
         return_span(a, s);
     list_push(a, idx);
     note_unreturned(a);

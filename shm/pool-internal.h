@@ -136,6 +136,9 @@ void pool_pageheap_repair_(pool_arena_t *a);
  * when decay would (tests that must reach the release).  Takes the
  * page-heap lock. */
 void pool_pageheap_trim_(pool_arena_t *a);
+/* Free pages beyond which a freed span is given back at once (an eighth of
+ * the arena, at least 32 MiB). */
+uint64_t pool_pageheap_unreturned_max_(const pool_arena_t *a);
 /* pool_pageheap_free_ for a caller that holds the page-heap lock. */
 void pool_pageheap_free_locked_(pool_arena_t *a, uint32_t span);
 /* The span's memory and length in bytes. */

@@ -187,6 +187,30 @@ START_TEST(test_decay_returns_what_stayed_free)
 }
 END_TEST
 
+/* A burst of frees stays mapped up to the bound (the test arena is small,
+ * so the 32 MiB floor); a span freed beyond it goes back at once. */
+START_TEST(test_burst_beyond_bound_returned)
+{
+    pool_arena_t *a = &pool_arena_;
+    uint64_t bound = pool_pageheap_unreturned_max_(a);
+    ck_assert_uint_eq(bound, POOL_UNRETURNED_MIN_PAGES);
+    ck_assert_uint_lt(bound + 16, a->npages - a->ph->carved);
+    uint32_t first = take((uint32_t)bound - 8), gap = take(1);
+    uint32_t second = take(16), guard = take(1);
+    uint64_t madv = a->ph->madvises;
+    pool_pageheap_free_(a, first);
+    ck_assert_uint_eq(a->ph->madvises, madv);
+    ck_assert_uint_eq(a->ph->returned_pages, 0);
+    pool_pageheap_free_(a, second);
+    ck_assert_uint_eq(a->ph->madvises, madv + 1);
+    ck_assert_uint_eq(a->ph->returned_pages, 16);
+    pool_test_assert_consistent();
+    pool_pageheap_free_(a, gap);
+    pool_pageheap_free_(a, guard);
+    pool_test_assert_consistent();
+}
+END_TEST
+
 START_TEST(test_exhaustion_falls_back)
 {
     pool_arena_t *a = &pool_arena_;
@@ -222,6 +246,7 @@ Suite *make_pageheap_suite(void)
     tcase_add_test(tc, test_big_requests);
     tcase_add_test(tc, test_release_to_os);
     tcase_add_test(tc, test_decay_returns_what_stayed_free);
+    tcase_add_test(tc, test_burst_beyond_bound_returned);
     tcase_add_test(tc, test_exhaustion_falls_back);
     suite_add_tcase(s, tc);
     return s;
