@@ -4,6 +4,11 @@ include bench/pool.mk
 # kill-soak: SIGKILLs workers under wrk load and reports what recovery costs.
 EXTRA_DIST += bench/kill-soak
 
+# faultcost: what a minor page fault costs here, for the report's account
+# of a shared heap's first touches.
+noinst_PROGRAMS += bench/faultcost
+bench_faultcost_SOURCES = bench/faultcost.c
+
 # --- bench/ab: the server A/B harness (bench/README.md, section bench/ab) ---
 # nreq sends an exact number of requests, so that server-side CPU time,
 # instructions and page faults can be divided by it.
