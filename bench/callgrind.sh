@@ -16,7 +16,8 @@
 # packages, all through the same poolbench binary's `malloc`; pool-direct is
 # poolbench calling pool_malloc/pool_free itself, without the override;
 # region is poolbench's per-request region (blocks of 4 KiB from glibc),
-# region-64k the same with 64 KiB blocks.
+# region-64k the same with 64 KiB blocks; a region has no figure (n/a) for
+# batch, pingpong and frag, which free objects one by one.
 #
 # Requests: a region frees only at the end of a request, so when one is
 # listed, fixed16, fixed64, random256 and random8k are cut into requests of
@@ -148,9 +149,22 @@ for w in $workloads; do
     l=$(slope none "$w") || exit 1
     eval "loop_$w=\$l"
 done
+# runs ALLOCATOR WORKLOAD: false for a region on a workload without
+# requests (batch, pingpong and frag free objects one by one).
+runs() {
+    case $1:$2 in
+    region*:batch|region*:pingpong|region*:frag) return 1 ;;
+    esac
+    return 0
+}
+
 for a in $allocators; do
     printf '%-12s' "$a"
     for w in $workloads; do
+        if ! runs "$a" "$w"; then
+            printf '%14s' n/a
+            continue
+        fi
         s=$(slope "$a" "$w") || exit 1
         eval "l=\$loop_$w"
         awk -v s="$s" -v l="$l" 'BEGIN { printf "%14.1f", s - l }'
