@@ -15,10 +15,10 @@
  * by the next request cost a fault per page).  A freed span goes back at
  * once only while more free pages than an eighth of the arena (at least
  * 32 MiB) have not been given back, the bound on what a burst leaves
- * mapped.  A returned span that is reused
- * is simply touched again (it reads as zeros).  Merging returned with
- * unreturned pages counts the result as unreturned unless it is returned
- * again, so the "returned" figure never overstates.
+ * mapped.  A returned span that is reused is simply touched again (it
+ * reads as zeros).  Merging returned with unreturned pages counts the
+ * result as unreturned unless it is returned again, so the "returned"
+ * figure never overstates.
  *
  * Page-map invariant: every page of a small or big span maps to its span;
  * a free span guarantees it only for its first and last page, which is all

@@ -154,9 +154,10 @@ static inline void *pool_span_addr(const pool_arena_t *a, const pool_span_sh_t *
 void pool_central_init_(pool_arena_t *a);
 /* Hand out n objects of class cls, threaded through their first word,
  * *head first and *tail last: fewer when the arena runs out, and up to
- * three more when that ends the batch on a cache-line boundary.  Takes the class lock, and the page-heap lock
- * (after dropping the class lock) when no span has free objects.  Returns
- * how many; 0 means the arena is exhausted. */
+ * three more when that ends the batch on a cache-line boundary.  Takes the
+ * class lock, and the page-heap lock (after dropping the class lock) when
+ * no span has free objects.  Returns how many; 0 means the arena is
+ * exhausted. */
 uint32_t pool_central_fetch_(pool_arena_t *a, unsigned cls, uint32_t n, uint16_t owner,
                              void **head, void **tail);
 /* Give back n objects of class cls threaded from head (NULL-terminated).
