@@ -76,12 +76,18 @@ static void *map(size_t len, int flags)
     return p;
 }
 
+/* What the child measured, in memory it shares with the parent. */
+typedef struct child_result_s {
+    double ns;
+    long faults;
+} child_result_t;
+
 /* A child's first touch of shared pages the parent has touched: the child
- * writes its figure into the shared result slot. */
+ * writes its figure into the shared result. */
 static double shared_in_child(size_t len, long *faults)
 {
     char *p = map(len, MAP_SHARED);
-    double *out = map(sizeof(double) + sizeof(long), MAP_SHARED);
+    child_result_t *out = map(sizeof *out, MAP_SHARED);
     long ignored;
     touch(p, len, &ignored);
     fflush(NULL);
@@ -91,9 +97,7 @@ static double shared_in_child(size_t len, long *faults)
         exit(1);
     }
     if (pid == 0) {
-        long f;
-        out[0] = touch(p, len, &f);
-        memcpy(&out[1], &f, sizeof f);
+        out->ns = touch(p, len, &out->faults);
         _exit(0);
     }
     int status;
@@ -101,10 +105,10 @@ static double shared_in_child(size_t len, long *faults)
         fprintf(stderr, "faultcost: the child failed\n");
         exit(1);
     }
-    double ns = out[0];
-    memcpy(faults, &out[1], sizeof *faults);
+    double ns = out->ns;
+    *faults = out->faults;
     munmap(p, len);
-    munmap(out, sizeof(double) + sizeof(long));
+    munmap(out, sizeof *out);
     return ns;
 }
 
