@@ -66,6 +66,27 @@ static void mark_held(pool_journal_sh_t *j)
     pool_atomic_store_release(&j->xholder, self_pid());
 }
 
+/* Stats builds: an acquisition, the wait when the first try failed (since
+ * t0), and the start of the hold that pool_unlock_ closes.  REQUIRES: the
+ * lock. */
+static void count_acquired(pool_lockstats_sh_t *st, bool contended, uint64_t t0)
+{
+    uint64_t now = pool_now_ns_();
+    st->acquired++;
+    if (contended) {
+        st->contended++;
+        st->wait_ns += now - t0;
+    }
+    st->since_ns = now;
+}
+
+/* Stats builds: close the hold that count_acquired opened.  A lock recovered
+ * from a dead holder opened its own hold when it was taken again. */
+static void count_released(pool_lockstats_sh_t *st)
+{
+    st->held_ns += pool_now_ns_() - st->since_ns;
+}
+
 static void spin_lock(pool_arena_t *a, pool_lock_sh_t *l, unsigned arg)
 {
     bool contended = false;
@@ -83,14 +104,8 @@ static void spin_lock(pool_arena_t *a, pool_lock_sh_t *l, unsigned arg)
         else
             __builtin_ia32_pause();
     }
-    if (pool_config_stats) {
-        pool_lockstats_sh_t *st = &a->lockstats[lock_index(POOL_LOCK_CENTRAL, arg)];
-        st->acquired++;
-        if (contended) {
-            st->contended++;
-            st->wait_ns += pool_now_ns_() - t0;
-        }
-    }
+    if (pool_config_stats)
+        count_acquired(&a->lockstats[lock_index(POOL_LOCK_CENTRAL, arg)], contended, t0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -244,14 +259,8 @@ static bool acquire(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, u
         pool_fatal_("pthread_mutex_lock on a pool lock failed: error %d", rc);
     }
     mark_held(pool_journal_(a, kind, arg));
-    if (pool_config_stats) {
-        pool_lockstats_sh_t *st = &a->lockstats[lock_index(kind, arg)];
-        st->acquired++;
-        if (contended) {
-            st->contended++;
-            st->wait_ns += pool_now_ns_() - t0;
-        }
-    }
+    if (pool_config_stats)
+        count_acquired(&a->lockstats[lock_index(kind, arg)], contended, t0);
     return true;
 }
 
@@ -268,6 +277,8 @@ bool pool_lock_timed_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind,
 
 void pool_unlock_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsigned arg)
 {
+    if (pool_config_stats)
+        count_released(&a->lockstats[lock_index(kind, arg)]);
     if (pool_config_spin && kind == POOL_LOCK_CENTRAL) {
         pool_atomic_store_release(&l->xspin, 0);
         return;

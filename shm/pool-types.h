@@ -78,7 +78,7 @@
 #define POOL_MAGIC UINT64_C(0x6c6f6f706d687373) /* "sshmpool" little-endian */
 /* Bumped whenever a shared structure changes shape.  Debug and spin builds
  * change the span and lock layouts, so they are folded into the version. */
-#define POOL_LAYOUT_VERSION 4u
+#define POOL_LAYOUT_VERSION 5u
 
 /* ------------------------------------------------------------------------ */
 /* Locks                                                                     */
@@ -150,6 +150,8 @@ typedef struct pool_lockstats_sh_s {
     uint64_t acquired;   /* every acquisition */
     uint64_t contended;  /* the first trylock failed */
     uint64_t wait_ns;    /* time spent blocked after a failed trylock */
+    uint64_t held_ns;    /* time from acquisition to release */
+    uint64_t since_ns;   /* when the current holder acquired it */
     uint64_t recoveries; /* EOWNERDEAD repairs */
 } pool_lockstats_sh_t;
 

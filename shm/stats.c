@@ -94,9 +94,10 @@ static void jp(json_t *j, const char *fmt, ...)
 
 static void jp_lock(json_t *j, const pool_lockstats_sh_t *l)
 {
-    jp(j, "{\"acquired\":%lu,\"contended\":%lu,\"wait_ns\":%lu,\"recoveries\":%lu}",
+    jp(j, "{\"acquired\":%lu,\"contended\":%lu,\"wait_ns\":%lu,\"held_ns\":%lu,"
+          "\"recoveries\":%lu}",
        (unsigned long)l->acquired, (unsigned long)l->contended, (unsigned long)l->wait_ns,
-       (unsigned long)l->recoveries);
+       (unsigned long)l->held_ns, (unsigned long)l->recoveries);
 }
 
 static void jp_classes(json_t *j, pool_arena_t *a)

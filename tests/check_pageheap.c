@@ -234,6 +234,32 @@ START_TEST(test_exhaustion_falls_back)
 }
 END_TEST
 
+/* Stats builds time each hold of a lock: two page-heap operations add two
+ * acquisitions and a hold that is more than nothing and less than the
+ * time around them.  Other builds count nothing. */
+START_TEST(test_lock_hold_counted)
+{
+    pool_arena_t *a = &pool_arena_;
+    pool_lockstats_sh_t before = a->lockstats[0];
+    uint64_t t0 = pool_now_ns_();
+    uint32_t s = take(3);
+    pool_pageheap_free_(a, s);
+    uint64_t elapsed = pool_now_ns_() - t0;
+    const pool_lockstats_sh_t *after = &a->lockstats[0];
+    if (!pool_config_stats) {
+        ck_assert_uint_eq(after->acquired, 0);
+        ck_assert_uint_eq(after->held_ns, 0);
+        return;
+    }
+    ck_assert_uint_eq(after->acquired, before.acquired + 2);
+    ck_assert_uint_gt(after->held_ns, before.held_ns);
+    ck_assert_uint_le(after->held_ns - before.held_ns, elapsed);
+    char buf[16384];
+    ck_assert_uint_lt(pool_stats_json(buf, sizeof buf), sizeof buf);
+    ck_assert_ptr_nonnull(strstr(buf, "\"held_ns\":"));
+}
+END_TEST
+
 Suite *make_pageheap_suite(void)
 {
     Suite *s = suite_create("pageheap");
@@ -248,6 +274,7 @@ Suite *make_pageheap_suite(void)
     tcase_add_test(tc, test_decay_returns_what_stayed_free);
     tcase_add_test(tc, test_burst_beyond_bound_returned);
     tcase_add_test(tc, test_exhaustion_falls_back);
+    tcase_add_test(tc, test_lock_hold_counted);
     suite_add_tcase(s, tc);
     return s;
 }
