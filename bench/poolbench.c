@@ -50,6 +50,7 @@ typedef struct pb_options_s {
     unsigned workers;
     bool processes;                 /* -P; else -T */
     bool csv, markdown, stats;
+    bool per_run;                   /* --per-run */
     const char *label;              /* the malloc arm's name in the output */
 } pb_options_t;
 
@@ -555,6 +556,26 @@ static void print_cell(const pb_cell_t *cell)
     }
 }
 
+/* --per-run: every timed run's ns per pair and minor faults, worker by
+ * worker, for effects that a median hides (a heap shared by processes
+ * faults its pages into each process once, so its first runs cost more). */
+static void print_runs(const pb_cell_t *cell)
+{
+    unsigned n = cell->o->workers;
+    for (int k = 0; k < cell->nalloc; k++)
+        for (int r = 1; r <= cell->o->runs; r++) {
+            printf("    run %-3d %-8s ns/pair", r, arm_name(cell->o, cell->alloc[k]));
+            for (unsigned i = 0; i < n; i++) {
+                const pb_result_t *res = result_at(cell, r, k, i);
+                printf(" %.2f", (double)(res->t_end - res->t_begin) / (double)cell->pairs);
+            }
+            printf("  faults");
+            for (unsigned i = 0; i < n; i++)
+                printf(" %ld", result_at(cell, r, k, i)->minflt);
+            printf("\n");
+        }
+}
+
 /* A cell that cannot be measured gets a line per arm that says why; never
  * a number. */
 static void print_skip(const pb_cell_t *cell, int a, const char *why)
@@ -651,9 +672,11 @@ static int timed_cell(const pb_options_t *o, const pb_workload_t *w, const int *
     if (cell_uses(&cell, PB_POOL) && pb_pool_ready(!o->processes) != 0)
         return 1;
     int rc = run_cell(&cell);
-    if (rc == 0)
+    if (rc == 0) {
         print_cell(&cell);
-    else
+        if (o->per_run)
+            print_runs(&cell);
+    } else
         fprintf(stderr, "poolbench: %s failed; no figures\n", w->name);
     cell_free(&cell);
     fflush(stdout);
@@ -731,12 +754,12 @@ static int pb_counted(const pb_options_t *o)
 
 typedef struct pb_class_counters_s {
     uint64_t size, allocs, misses, fetches, releases;
-    uint64_t acquired, contended, wait_ns;
+    uint64_t acquired, contended, wait_ns, held_ns;
 } pb_class_counters_t;
 
 typedef struct pb_counters_s {
     pb_class_counters_t cls[PB_MAX_CLASSES];
-    uint64_t ph_allocs, ph_madvise, ph_acquired, ph_contended, ph_wait_ns;
+    uint64_t ph_allocs, ph_madvise, ph_acquired, ph_contended, ph_wait_ns, ph_held_ns;
 } pb_counters_t;
 
 /* The number after key in [from, to), or 0. */
@@ -768,6 +791,7 @@ static int counters_read(pb_counters_t *c)
         c->ph_acquired = json_u64(ph, end, "\"acquired\":");
         c->ph_contended = json_u64(ph, end, "\"contended\":");
         c->ph_wait_ns = json_u64(ph, end, "\"wait_ns\":");
+        c->ph_held_ns = json_u64(ph, end, "\"held_ns\":");
     }
     for (const char *p = strstr(buf, "{\"class\":"); p != NULL;
          p = strstr(p + 1, "{\"class\":")) {
@@ -784,6 +808,7 @@ static int counters_read(pb_counters_t *c)
         k->acquired = json_u64(p, end, "\"acquired\":");
         k->contended = json_u64(p, end, "\"contended\":");
         k->wait_ns = json_u64(p, end, "\"wait_ns\":");
+        k->held_ns = json_u64(p, end, "\"held_ns\":");
     }
     return 0;
 }
@@ -795,8 +820,8 @@ static void print_counters(const pb_cell_t *cell, const pb_counters_t *a,
     printf("\n%s, %s %u, one run of %" PRIu64 " pairs per worker: the pool's counters "
            "(differences)\n", shape_name(cell), o->processes ? "-P" : "-T", o->workers,
            cell->pairs);
-    printf("  %5s %6s %10s %8s %9s %9s %10s %10s %9s\n", "class", "size", "allocs", "tc-hit%",
-           "fetches", "releases", "lock-acq", "contended", "wait-ms");
+    printf("  %5s %6s %10s %8s %9s %9s %10s %10s %9s %9s\n", "class", "size", "allocs",
+           "tc-hit%", "fetches", "releases", "lock-acq", "contended", "wait-ms", "held-ms");
     for (unsigned i = 0; i < PB_MAX_CLASSES; i++) {
         const pb_class_counters_t *x = &a->cls[i], *y = &b->cls[i];
         uint64_t allocs = y->allocs - x->allocs, misses = y->misses - x->misses;
@@ -804,16 +829,19 @@ static void print_counters(const pb_cell_t *cell, const pb_counters_t *a,
         if (allocs == 0 && acq == 0)
             continue;
         printf("  %5u %6" PRIu64 " %10" PRIu64 " %8.2f %9" PRIu64 " %9" PRIu64 " %10" PRIu64
-               " %10" PRIu64 " %9.2f\n", i, y->size, allocs,
+               " %10" PRIu64 " %9.2f %9.2f\n", i, y->size, allocs,
                allocs ? 100.0 * (double)(allocs - misses) / (double)allocs : 0.0,
                y->fetches - x->fetches, y->releases - x->releases, acq,
-               y->contended - x->contended, (double)(y->wait_ns - x->wait_ns) / 1e6);
+               y->contended - x->contended, (double)(y->wait_ns - x->wait_ns) / 1e6,
+               (double)(y->held_ns - x->held_ns) / 1e6);
     }
+    uint64_t ph_acq = b->ph_acquired - a->ph_acquired, ph_held = b->ph_held_ns - a->ph_held_ns;
     printf("  page heap: %" PRIu64 " span allocations, %" PRIu64 " MADV_REMOVE calls, lock %"
-           PRIu64 " acquired, %" PRIu64 " contended, %.2f ms waiting\n",
-           b->ph_allocs - a->ph_allocs, b->ph_madvise - a->ph_madvise,
-           b->ph_acquired - a->ph_acquired, b->ph_contended - a->ph_contended,
-           (double)(b->ph_wait_ns - a->ph_wait_ns) / 1e6);
+           PRIu64 " acquired, %" PRIu64 " contended, %.2f ms waiting, %.2f ms held (%.0f ns "
+           "per acquisition)\n",
+           b->ph_allocs - a->ph_allocs, b->ph_madvise - a->ph_madvise, ph_acq,
+           b->ph_contended - a->ph_contended, (double)(b->ph_wait_ns - a->ph_wait_ns) / 1e6,
+           (double)ph_held / 1e6, ph_acq ? (double)ph_held / (double)ph_acq : 0.0);
 }
 
 /* --stats: every selected workload once on the pool, untimed, between two
@@ -870,7 +898,8 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: poolbench [--workload NAME] [--allocator ARM[,ARM...]]\n"
             "                 [-P N | -T N] [--runs R] [--scale F] [--label NAME]\n"
-            "                 [--request N] [--region-block BYTES] [--csv | --markdown]\n"
+            "                 [--request N] [--region-block BYTES]\n"
+            "                 [--csv | --markdown | --per-run]\n"
             "       poolbench --workload NAME --pairs N [--allocator ARM] [--request N]\n"
             "                 [--region-block BYTES]\n"
             "       poolbench --stats [--workload NAME] [-P N | -T N] [--scale F] [--request N]\n"
@@ -883,6 +912,8 @@ static void usage(FILE *out)
             "(min-max), and the median wall time from the first worker's start to\n"
             "the last one's end.  --scale F multiplies every workload's pairs per run.\n"
             "--label NAME names the malloc arm in the output (e.g. jemalloc).\n"
+            "--per-run adds each timed run's ns per pair and minor faults, worker by\n"
+            "worker.\n"
             "--pairs N: exactly N pairs of one workload in this thread (default\n"
             "allocator: malloc) and one line, for instruction counts under callgrind.\n"
             "--stats (a build configured with --enable-pool-stats, never timed): each\n"
@@ -988,6 +1019,7 @@ int main(int argc, char **argv)
         { "csv", no_argument, NULL, 'c' },
         { "markdown", no_argument, NULL, 'm' },
         { "stats", no_argument, NULL, 'S' },
+        { "per-run", no_argument, NULL, 'R' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -1086,6 +1118,9 @@ int main(int argc, char **argv)
         case 'S':
             o.stats = true;
             break;
+        case 'R':
+            o.per_run = true;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -1104,6 +1139,11 @@ int main(int argc, char **argv)
     }
     if (o.csv && o.markdown) {
         fprintf(stderr, "poolbench: --csv and --markdown exclude each other\n");
+        return 2;
+    }
+    if (o.per_run && (o.csv || o.markdown || o.stats || o.pairs > 0)) {
+        fprintf(stderr, "poolbench: --per-run adds lines to the timed text output; not "
+                "with --csv, --markdown, --stats or --pairs\n");
         return 2;
     }
     if (o.request > 0 && o.workload != NULL && !o.workload->requests) {
