@@ -6,16 +6,20 @@
  * costs, which varies by an order of magnitude between bare metal and a
  * virtual machine, so the report measures it rather than assume it.
  *
- * Three figures, each over 64 MiB touched at a 4 KiB stride, in ns per
- * page: a first touch of private anonymous memory (the page is allocated
- * and zeroed), a first touch in a child of shared memory its parent
- * already touched (the page exists and only needs mapping: the shared
- * heap's case), and a second touch (the loop itself, no fault).
- * Median of five.  Usage: faultcost [MiB]
+ * Figures over 64 MiB touched at a 4 KiB stride, in ns per page: a first
+ * touch of private anonymous memory (the page is allocated and zeroed), a
+ * first touch in a child of shared memory its parent already touched (the
+ * page exists and only needs mapping: the shared heap's case), and a
+ * second touch (the loop itself, no fault).  Then the remedy a shared heap
+ * could try, MADV_POPULATE_WRITE: what mapping the pages in one call costs
+ * a child, what its first touch costs after that, and what the call costs
+ * again over pages already mapped (the price of not knowing which pages a
+ * process maps).  Median of five.  Usage: faultcost [MiB]
  */
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,15 +80,34 @@ static void *map(size_t len, int flags)
     return p;
 }
 
-/* What the child measured, in memory it shares with the parent. */
+/* What the child measured, in memory it shares with the parent; the
+ * populate figures are negative when the call is not supported. */
 typedef struct child_result_s {
-    double ns;
+    double ns;             /* first touch */
     long faults;
+    double populate_ns;    /* MADV_POPULATE_WRITE before the touch */
+    double repopulate_ns;  /* the same call again, after it */
 } child_result_t;
 
-/* A child's first touch of shared pages the parent has touched: the child
- * writes its figure into the shared result. */
-static double shared_in_child(size_t len, long *faults)
+/* ns per page of MADV_POPULATE_WRITE over [p, p+len), or -1 when this
+ * kernel or libc lacks it (Linux 5.14). */
+static double populate(char *p, size_t len)
+{
+#ifdef MADV_POPULATE_WRITE
+    double t0 = now_ns();
+    if (madvise(p, len, MADV_POPULATE_WRITE) == 0)
+        return (now_ns() - t0) / (double)(len / STRIDE);
+#else
+    (void)p;
+    (void)len;
+#endif
+    return -1;
+}
+
+/* A child's first touch of shared pages the parent has touched, after
+ * populating them if `populated`: the child writes its figures into the
+ * shared result. */
+static child_result_t shared_in_child(size_t len, bool populated)
 {
     char *p = map(len, MAP_SHARED);
     child_result_t *out = map(sizeof *out, MAP_SHARED);
@@ -97,7 +120,9 @@ static double shared_in_child(size_t len, long *faults)
         exit(1);
     }
     if (pid == 0) {
+        out->populate_ns = populated ? populate(p, len) : -1;
         out->ns = touch(p, len, &out->faults);
+        out->repopulate_ns = populated ? populate(p, len) : -1;
         _exit(0);
     }
     int status;
@@ -105,11 +130,22 @@ static double shared_in_child(size_t len, long *faults)
         fprintf(stderr, "faultcost: the child failed\n");
         exit(1);
     }
-    double ns = out->ns;
-    *faults = out->faults;
+    child_result_t r = *out;
     munmap(p, len);
     munmap(out, sizeof *out);
-    return ns;
+    return r;
+}
+
+/* One output line: a median, and the faults of the last round. */
+static void line(const char *what, double *v, long faults)
+{
+    double m = median(v);
+    if (m < 0)
+        printf("  %-44s %9s\n", what, "n/a (no MADV_POPULATE_WRITE)");
+    else if (faults < 0)
+        printf("  %-44s %9.0f\n", what, m);
+    else
+        printf("  %-44s %9.0f  (%ld faults)\n", what, m, faults);
 }
 
 int main(int argc, char **argv)
@@ -122,21 +158,29 @@ int main(int argc, char **argv)
     }
     size_t len = mib << 20, pages = len / STRIDE;
     double first[ROUNDS], shared[ROUNDS], again[ROUNDS];
-    long f_first = 0, f_shared = 0, f_again = 0;
+    double pop[ROUNDS], after[ROUNDS], repop[ROUNDS];
+    long f_first = 0, f_again = 0;
+    child_result_t plain = { 0 }, populated = { 0 };
     for (int r = 0; r < ROUNDS; r++) {
         char *p = map(len, MAP_PRIVATE);
         madvise(p, len, MADV_NOHUGEPAGE);
         first[r] = touch(p, len, &f_first);
         again[r] = touch(p, len, &f_again);
         munmap(p, len);
-        shared[r] = shared_in_child(len, &f_shared);
+        plain = shared_in_child(len, false);
+        shared[r] = plain.ns;
+        populated = shared_in_child(len, true);
+        pop[r] = populated.populate_ns;
+        after[r] = populated.ns;
+        repop[r] = populated.repopulate_ns;
     }
     printf("faultcost: %zu MiB, %zu pages of %d bytes, median of %d, ns per page\n", mib, pages,
            STRIDE, ROUNDS);
-    printf("  %-40s %9.0f  (%ld faults)\n", "private, first touch (allocate)", median(first),
-           f_first);
-    printf("  %-40s %9.0f  (%ld faults)\n", "shared, first touch in a second process",
-           median(shared), f_shared);
-    printf("  %-40s %9.0f  (%ld faults)\n", "touched again (no fault)", median(again), f_again);
+    line("private, first touch (allocate)", first, f_first);
+    line("shared, first touch in a second process", shared, plain.faults);
+    line("touched again (no fault)", again, f_again);
+    line("shared, MADV_POPULATE_WRITE in a second one", pop, -1);
+    line("  then its first touch", after, populated.faults);
+    line("  then MADV_POPULATE_WRITE again (mapped)", repop, -1);
     return 0;
 }
