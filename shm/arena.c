@@ -285,6 +285,15 @@ pool_tcache_sh_t *pool_thread_setup_(void)
 /* Lifecycle                                                                 */
 /* ------------------------------------------------------------------------ */
 
+/* What every process using an arena needs before it touches one: the class
+ * table, and each lock kind's repair. */
+static void tiers_init(void)
+{
+    pool_sizeclass_init_();
+    pool_pageheap_register_();
+    pool_central_register_();
+}
+
 int pool_create(size_t size)
 {
     if (pool_arena_.hdr != NULL)
@@ -292,7 +301,7 @@ int pool_create(size_t size)
     if (size < pool_min_heap_size() || size > POOL_MAX_HEAP_SIZE)
         return EINVAL;
     size = (size_t)align_up(size, POOL_PAGE_SIZE);
-    pool_sizeclass_init_();
+    tiers_init();
     pthread_once(&once_handlers, install_handlers);
 
     void *m;
@@ -352,7 +361,7 @@ int pool_attach(void)
                     (unsigned long)POOL_MAGIC, (void *)h, pool_layout_version_());
         return EPROTO;
     }
-    pool_sizeclass_init_();
+    tiers_init();
     pthread_once(&once_handlers, install_handlers);
     if (!handlers_ok) {
         pool_error_(0, "cannot attach: thread-exit or fork handler registration failed");

@@ -9,7 +9,8 @@
  * of a class that hovers around a span boundary.
  *
  * Every metadata write under the class lock is journaled (POOL_JSET) so a
- * dead holder's operation can be undone.  Between the two locks a span is
+ * dead holder's operation can be undone; the rebuild after a failed
+ * verification writes plainly (a NULL journal).  Between the two locks a span is
  * ARRIVING (from the page heap) or LEAVING (to it), owned by the tag of the
  * process moving it, so that a reap can finish the move if it dies there.
  * A fetched object's tag byte records the process it went to.
@@ -22,26 +23,17 @@
 
 #include "prim/prim.h"
 
-/* Journaled when j is not NULL (operations); plain in a rebuild, which
- * recomputes everything and needs no undo. */
-#define SET(j, lv, v)                                                         \
-    do {                                                                      \
-        if ((j) != NULL)                                                      \
-            POOL_JSET(j, lv, v);                                              \
-        else                                                                  \
-            (lv) = (v);                                                       \
-    } while (0)
-
-/* REQUIRES: class lock (the static functions below). */
+/* j is the class's journal inside an operation, NULL in the rebuild.
+ * REQUIRES: class lock (the static functions below). */
 static void list_push(pool_arena_t *a, pool_central_sh_t *c, pool_journal_sh_t *j, uint32_t idx)
 {
     pool_span_sh_t *s = &a->spans[idx];
-    SET(j, s->prev, POOL_NIL);
-    SET(j, s->next, c->head);
+    POOL_JSET(j, s->prev, POOL_NIL);
+    POOL_JSET(j, s->next, c->head);
     if (c->head != POOL_NIL)
-        SET(j, a->spans[c->head].prev, idx);
-    SET(j, c->head, idx);
-    SET(j, s->listed, POOL_LISTED_YES);
+        POOL_JSET(j, a->spans[c->head].prev, idx);
+    POOL_JSET(j, c->head, idx);
+    POOL_JSET(j, s->listed, POOL_LISTED_YES);
 }
 
 static void list_remove(pool_arena_t *a, pool_central_sh_t *c, pool_journal_sh_t *j,
@@ -49,14 +41,14 @@ static void list_remove(pool_arena_t *a, pool_central_sh_t *c, pool_journal_sh_t
 {
     pool_span_sh_t *s = &a->spans[idx];
     if (s->prev != POOL_NIL)
-        SET(j, a->spans[s->prev].next, s->next);
+        POOL_JSET(j, a->spans[s->prev].next, s->next);
     else
-        SET(j, c->head, s->next);
+        POOL_JSET(j, c->head, s->next);
     if (s->next != POOL_NIL)
-        SET(j, a->spans[s->next].prev, s->prev);
-    SET(j, s->prev, POOL_NIL);
-    SET(j, s->next, POOL_NIL);
-    SET(j, s->listed, POOL_LISTED_NO);
+        POOL_JSET(j, a->spans[s->next].prev, s->prev);
+    POOL_JSET(j, s->prev, POOL_NIL);
+    POOL_JSET(j, s->next, POOL_NIL);
+    POOL_JSET(j, s->listed, POOL_LISTED_NO);
 }
 
 void pool_central_init_(pool_arena_t *a)
@@ -101,12 +93,12 @@ static uint32_t take_objects(pool_arena_t *a, pool_central_sh_t *c, pool_journal
         if (c->nempty < c->nempty_min)
             POOL_JSET(j, c->nempty_min, c->nempty);
     }
-    pool_op_log_(j, &s->nfree, sizeof s->nfree);
+    pool_journal_save_(j, &s->nfree, sizeof s->nfree);
     for (unsigned w = 0; w < POOL_BITMAP_WORDS && got < n; w++) {
         uint64_t avail = ~s->bitmap[w], taken = 0;
         if (avail == 0)
             continue;
-        pool_op_log_(j, &s->bitmap[w], sizeof s->bitmap[w]);
+        pool_journal_save_(j, &s->bitmap[w], sizeof s->bitmap[w]);
         uint32_t took = 0;
         unsigned last = 0;
         while (avail != 0) {
@@ -159,29 +151,26 @@ uint32_t pool_central_fetch_(pool_arena_t *a, unsigned cls, uint32_t n, uint16_t
     uint32_t got = 0;
     pool_assert(cls > 0 && cls < POOL_NCLASSES && n > 0);
     pool_lock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
-    pool_op_begin_(j, POOL_OP_FETCH, cls, n, tag);
+    pool_journal_begin_(j, POOL_OP_FETCH);
     while (got < n) {
-        if (pool_op_room_(j) < POOL_JOURNAL_SLACK) {
-            /* What was taken so far is tagged: if we die from here, a
-             * reap gives it back. */
-            pool_op_end_(j);
-            pool_op_begin_(j, POOL_OP_FETCH, cls, n - got, tag);
-        }
+        /* What was taken so far is tagged: if we die after a commit, a
+         * reap gives it back. */
+        pool_journal_step_(j);
         uint32_t idx = c->head;
         if (idx == POOL_NIL) {
             /* Never hold a class lock while taking the page-heap lock. */
-            pool_op_end_(j);
+            pool_journal_commit_(j);
             pool_unlock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
             uint32_t fresh = pool_pageheap_alloc_(a, pool_classes_[cls].pages, 1, cls, tag);
             pool_lock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
             if (fresh != POOL_NIL) {
-                pool_op_begin_(j, POOL_OP_ADD_SPAN, cls, fresh, tag);
+                pool_journal_begin_(j, POOL_OP_ADD_SPAN);
                 pool_central_add_span_locked_(a, cls, fresh);
-                pool_op_end_(j);
+                pool_journal_commit_(j);
                 if (pool_config_stats)
                     a->cstats[cls].spans_in++;
             }
-            pool_op_begin_(j, POOL_OP_FETCH, cls, n - got, tag);
+            pool_journal_begin_(j, POOL_OP_FETCH);
             if (fresh == POOL_NIL)
                 break;
             continue;
@@ -194,7 +183,7 @@ uint32_t pool_central_fetch_(pool_arena_t *a, unsigned cls, uint32_t n, uint16_t
         a->cstats[cls].fetches++;
         a->cstats[cls].fetched += got;
     }
-    pool_op_end_(j);
+    pool_journal_commit_(j);
     pool_unlock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
     *head = h;
     *tail = t;
@@ -240,8 +229,8 @@ static void leave(pool_arena_t *a, pool_central_sh_t *c, pool_journal_sh_t *j, u
  * however many objects.  A span that becomes wholly free stays with the
  * class while it keeps fewer empty spans than its budget; beyond that it is
  * unlinked, marked LEAVING for `tag` and pushed on *leaving.  False
- * (nothing changed) when one of the objects is not handed out.  REQUIRES:
- * class lock and an operation begun on j with room for POOL_JOURNAL_SLACK. */
+ * (nothing changed) when one of the objects is not handed out.  One step.
+ * REQUIRES: class lock and an operation begun on j. */
 static bool give_back(pool_arena_t *a, unsigned cls, pool_span_sh_t *s, const uint64_t *bits,
                       uint32_t n, uint16_t tag, uint32_t *leaving)
 {
@@ -292,16 +281,14 @@ static void decay_empties(pool_arena_t *a, unsigned cls, uint16_t tag, uint32_t 
         pool_span_sh_t *s = &a->spans[i];
         uint32_t next = s->next;
         if (s->nfree == s->count) {
-            if (pool_op_room_(j) < POOL_JOURNAL_SLACK) {
-                pool_op_end_(j);
-                pool_op_begin_(j, POOL_OP_RELEASE, cls, 0, tag);
-            }
+            pool_journal_step_(j);
             POOL_JSET(j, c->nempty, c->nempty - 1);
             leave(a, c, j, i, tag, leaving);
             due--;
         }
         i = next;
     }
+    pool_journal_step_(j);
     POOL_JSET(j, c->decay_start_ns, now);
     POOL_JSET(j, c->nempty_min, c->nempty);
 }
@@ -350,12 +337,9 @@ static void flush_groups(pool_arena_t *a, unsigned cls, group_t *g, unsigned ng,
 {
     pool_journal_sh_t *j = pool_journal_(a, POOL_LOCK_CENTRAL, cls);
     for (unsigned k = 0; k < ng; k++) {
-        if (pool_op_room_(j) < POOL_JOURNAL_SLACK) {
-            /* Objects of the groups not yet applied are still handed out,
-             * and tagged: a reap gives them back if we die here. */
-            pool_op_end_(j);
-            pool_op_begin_(j, POOL_OP_RELEASE, cls, 0, tag);
-        }
+        /* Objects of the groups not yet applied are still handed out, and
+         * tagged: a reap gives them back if we die after a commit. */
+        pool_journal_step_(j);
         pool_span_sh_t *s = g[k].span;
         if (pool_unlikely(!give_back(a, cls, s, g[k].bits, g[k].n, tag, leaving))) {
             for (unsigned w = 0; w < POOL_BITMAP_WORDS; w++) {
@@ -404,7 +388,7 @@ void pool_central_release_(pool_arena_t *a, unsigned cls, void *head, uint32_t n
     const uint64_t magic = ((UINT64_C(1) << 40) + size - 1) / size;
     uintptr_t lo = 0, span_bytes = 0; /* gp's span: its objects' bytes */
     pool_lock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
-    pool_op_begin_(j, POOL_OP_RELEASE, cls, n, tag);
+    pool_journal_begin_(j, POOL_OP_RELEASE);
     for (void *p = head, *next; p != NULL; p = next) {
         next = *(void **)p;
         uintptr_t off = (uintptr_t)p - lo;
@@ -429,16 +413,13 @@ void pool_central_release_(pool_arena_t *a, unsigned cls, void *head, uint32_t n
         gp->n++;
     }
     flush_groups(a, cls, g, ng, tag, &leaving);
-    if (pool_op_room_(j) < POOL_JOURNAL_SLACK) {
-        pool_op_end_(j);
-        pool_op_begin_(j, POOL_OP_RELEASE, cls, 0, tag);
-    }
+    pool_journal_step_(j);
     decay_empties(a, cls, tag, &leaving);
     if (pool_config_stats) {
         a->cstats[cls].releases++;
         a->cstats[cls].released += n;
     }
-    pool_op_end_(j);
+    pool_journal_commit_(j);
     pool_unlock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
     while (leaving != POOL_NIL) {
         uint32_t idx = leaving;
@@ -521,7 +502,7 @@ static bool geometry_ok(const pool_span_sh_t *s, unsigned cls)
     return true;
 }
 
-void pool_central_repair_(pool_arena_t *a, unsigned cls)
+void pool_central_rebuild_(pool_arena_t *a, unsigned cls)
 {
     pool_central_sh_t *c = &a->central[cls];
     c->head = POOL_NIL;
@@ -531,6 +512,7 @@ void pool_central_repair_(pool_arena_t *a, unsigned cls)
         pool_span_sh_t *s = class_span(a, p, cls);
         if (s == NULL)
             continue;
+        POOL_CRASH_POINT("recover.rebuild");
         s->prev = s->next = POOL_NIL;
         if (!geometry_ok(s, cls)) {
             /* Its objects can no longer be told apart: never hand them
@@ -550,4 +532,16 @@ void pool_central_repair_(pool_arena_t *a, unsigned cls)
         }
     }
     c->nempty_min = c->nempty;
+}
+
+static const pool_lock_ops_t central_ops = {
+    .what = "class",
+    .truth = "the span bitmaps",
+    .verify = pool_central_verify_,
+    .rebuild = pool_central_rebuild_,
+};
+
+void pool_central_register_(void)
+{
+    pool_lock_register_(POOL_LOCK_CENTRAL, &central_ops);
 }

@@ -1,16 +1,15 @@
-/* libshmpool — the one lock wrapper, operation journals, and crash points.
+/* libshmpool — the one lock wrapper.
  *
  * Every shared lock is a process-shared robust mutex taken through
  * pool_lock_(): a trylock first, so contended acquisitions can be counted,
- * then a blocking lock.  Each lock has a journal (pool_journal_sh_t): the
- * holder begins an operation, logs each metadata word before it writes it,
- * and commits.  When the previous owner died holding the lock (EOWNERDEAD)
- * the wrapper rolls its unfinished operation back from the journal, then
- * verifies what the lock protects -- and rebuilds it from the truth if the
- * verification fails (a class from its span bitmaps, the page heap from
- * its span descriptors) -- and only then marks the mutex consistent.  Both
- * steps can run any number of times, so a recoverer that dies mid-way is
- * recovered in turn.
+ * then a blocking lock.  When the previous owner died holding the lock
+ * (EOWNERDEAD) the wrapper undoes its unfinished operation from the lock's
+ * journal (journal.c), then verifies what the lock protects -- and rebuilds
+ * it from the truth if the verification fails -- and only then marks the
+ * mutex consistent.  What "verify" and "rebuild" mean is the business of
+ * the tier behind the lock, which registers them (pool_lock_register_):
+ * this file knows no tier.  Both steps can run any number of times, so a
+ * recoverer that dies mid-way is recovered in turn.
  *
  * With --enable-pool-lock=spin the central locks are plain spin words: an
  * experiment to measure the mutex's cost, with no crash recovery at all.
@@ -109,126 +108,44 @@ static void spin_lock(pool_arena_t *a, pool_lock_sh_t *l, unsigned arg)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Journal                                                                   */
+/* Recovery                                                                  */
 /* ------------------------------------------------------------------------ */
 
-void pool_op_begin_(pool_journal_sh_t *j, pool_op_t op, uint32_t a0, uint32_t a1, uint32_t a2)
-{
-    j->n = 0;
-    j->gen++;
-    j->arg[0] = a0;
-    j->arg[1] = a1;
-    j->arg[2] = a2;
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    j->op = op;
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-}
+static const pool_lock_ops_t *lock_ops[2]; /* by pool_lock_kind_t */
 
-void pool_op_end_(pool_journal_sh_t *j)
+void pool_lock_register_(pool_lock_kind_t kind, const pool_lock_ops_t *ops)
 {
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    /* The commit point: from here a recoverer undoes nothing. */
-    j->op = POOL_OP_NONE;
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    j->n = 0;
-}
-
-void pool_op_overflow_(pool_journal_sh_t *j)
-{
-    pool_fatal_("operation %u (generation %lu) overflowed its journal of %u entries", j->op,
-                (unsigned long)j->gen, (unsigned)POOL_JOURNAL_MAX);
-}
-
-/* True when an undo entry names a metadata word of this arena: a journal
- * is never trusted to write anywhere else. */
-static bool entry_valid(const pool_arena_t *a, uintptr_t addr, unsigned size)
-{
-    uintptr_t lo = (uintptr_t)a->hdr, hi = a->data;
-    if (size != 1 && size != 2 && size != 4 && size != 8)
-        return false;
-    return addr >= lo && addr + size <= hi && addr % size == 0;
-}
-
-/* Restore every logged word, newest first.  Writes only old values, so a
- * second run after a partial first one ends in the same state.  Returns
- * false when an entry was unusable (the caller then rebuilds). */
-static bool rollback(pool_arena_t *a, pool_journal_sh_t *j)
-{
-    bool ok = true;
-    uint32_t n = j->n < POOL_JOURNAL_MAX ? j->n : POOL_JOURNAL_MAX;
-    for (uint32_t i = n; i-- > 0;) {
-        const pool_undo_sh_t *u = &j->undo[i];
-        uintptr_t addr = (uintptr_t)(u->where >> 4);
-        unsigned size = (unsigned)(u->where & 15);
-        if (!entry_valid(a, addr, size)) {
-            ok = false;
-            continue;
-        }
-        switch (size) {
-        case 1:
-            *(uint8_t *)addr = (uint8_t)u->old;
-            break;
-        case 2:
-            *(uint16_t *)addr = (uint16_t)u->old;
-            break;
-        case 4:
-            *(uint32_t *)addr = (uint32_t)u->old;
-            break;
-        default:
-            *(uint64_t *)addr = u->old;
-            break;
-        }
-        POOL_CRASH_POINT("recover.undo");
-    }
-    return ok;
-}
-
-static const char *op_name(uint32_t op)
-{
-    static const char *const names[] = { "none", "fetch", "add-span", "release",
-                                         "page-alloc", "page-free", "reap", "page-return" };
-    return op < sizeof names / sizeof names[0] ? names[op] : "unknown";
+    lock_ops[kind] = ops;
 }
 
 /* The previous holder died.  REQUIRES: the lock, taken with EOWNERDEAD. */
 static void recover(pool_arena_t *a, pool_lock_kind_t kind, unsigned arg)
 {
+    const pool_lock_ops_t *ops = lock_ops[kind];
+    if (ops == NULL)
+        pool_fatal_("a lock of kind %u lost its holder and no repair is registered", kind);
     pool_journal_sh_t *j = pool_journal_(a, kind, arg);
     uint32_t op = j->op;
     uint64_t gen = j->gen;
     int dead = pool_atomic_load_relaxed(&j->xholder);
-    bool clean = true;
-    if (op != POOL_OP_NONE) {
-        clean = rollback(a, j);
-        /* Rolled back: a recoverer that dies from here on verifies again. */
-        j->n = 0;
-        j->rolled_back++;
-        pool_atomic_inc(&a->crash->xrolled_back);
-    }
-    bool rebuilt;
-    if (kind == POOL_LOCK_PAGEHEAP) {
-        /* The page map is never journaled: it is derived again here. */
-        pool_pageheap_repair_(a);
-        rebuilt = false;
-    } else {
-        rebuilt = !clean || !pool_central_verify_(a, arg);
-        if (rebuilt) {
-            pool_central_repair_(a, arg);
-            pool_atomic_inc(&a->crash->xrebuilds);
-        }
-    }
-    j->op = POOL_OP_NONE;
+    bool clean = pool_journal_undo_(a, j);
+    bool failed = ops->verify != NULL && (!clean || !ops->verify(a, arg));
+    if (ops->verify == NULL || failed)
+        ops->rebuild(a, arg);
+    if (failed)
+        pool_atomic_inc(&a->crash->xrebuilds);
     pool_atomic_inc(&a->crash->xrecoveries);
     a->lockstats[lock_index(kind, arg)].recoveries++;
     char what[32];
     if (kind == POOL_LOCK_PAGEHEAP)
-        pool_snprintf_(what, sizeof what, "page heap");
+        pool_snprintf_(what, sizeof what, "%s", ops->what);
     else
-        pool_snprintf_(what, sizeof what, "class %u", arg);
-    pool_error_(0, "%s: lock holder %d died during %s (operation %lu); %s%s", what, dead,
-                op_name(op), (unsigned long)gen,
-                op != POOL_OP_NONE ? "undone and verified" : "nothing to undo, verified",
-                rebuilt ? "; rebuilt from the span bitmaps" : "");
+        pool_snprintf_(what, sizeof what, "%s %u", ops->what, arg);
+    pool_error_(0, "%s: lock holder %d died during %s (operation %lu); %s%s%s", what, dead,
+                pool_op_name_(op), (unsigned long)gen,
+                op != POOL_OP_NONE ? "undone" : "nothing to undo",
+                ops->verify == NULL || failed ? ", rebuilt from " : ", verified",
+                ops->verify == NULL || failed ? ops->truth : "");
 }
 
 /* Acquire, blocking or (deadline not NULL, CLOCK_REALTIME as the mutex
@@ -238,6 +155,8 @@ static bool acquire(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, u
 {
     if (pool_config_spin && kind == POOL_LOCK_CENTRAL) {
         spin_lock(a, l, arg);
+        if (pool_config_debug > 0)
+            pool_crash_note_lock_(kind, arg, true);
         return true;
     }
     uint64_t t0 = 0;
@@ -261,6 +180,11 @@ static bool acquire(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, u
     mark_held(pool_journal_(a, kind, arg));
     if (pool_config_stats)
         count_acquired(&a->lockstats[lock_index(kind, arg)], contended, t0);
+    if (pool_config_debug > 0) {
+        pool_crash_note_lock_(kind, arg, true);
+        /* Killed holding the lock between two operations. */
+        POOL_CRASH_POINT("lock.acquired");
+    }
     return true;
 }
 
@@ -277,6 +201,8 @@ bool pool_lock_timed_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind,
 
 void pool_unlock_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsigned arg)
 {
+    if (pool_config_debug > 0)
+        pool_crash_note_lock_(kind, arg, false);
     if (pool_config_stats)
         count_released(&a->lockstats[lock_index(kind, arg)]);
     if (pool_config_spin && kind == POOL_LOCK_CENTRAL) {
@@ -285,63 +211,4 @@ void pool_unlock_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, uns
     }
     pool_atomic_store_release(&pool_journal_(a, kind, arg)->xholder, 0);
     pthread_mutex_unlock(&l->mutex);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Crash points                                                              */
-/* ------------------------------------------------------------------------ */
-
-static char crash_name[64];   /* empty: no crash point armed */
-static unsigned long crash_at; /* die at this hit */
-static unsigned long crash_hits;
-static bool crash_stop;        /* ":stop": stop (SIGSTOP) there instead, lock held */
-
-void pool_crash_config_(void)
-{
-    crash_name[0] = '\0';
-    crash_hits = 0;
-    crash_stop = false;
-    if (pool_config_debug == 0)
-        return;
-    const char *v = pool_prim_getenv_("SHMPOOL_CRASH");
-    if (v == NULL || *v == '\0')
-        return;
-    const char *colon = strchr(v, ':');
-    size_t n = colon ? (size_t)(colon - v) : strlen(v);
-    unsigned long at = 1;
-    if (colon != NULL) {
-        at = 0;
-        const char *mode = strchr(colon + 1, ':');
-        if (mode != NULL && strcmp(mode, ":stop") != 0) {
-            pool_error_(0, "SHMPOOL_CRASH: bad mode in '%s' (want name:N or name:N:stop)", v);
-            return;
-        }
-        crash_stop = mode != NULL;
-        for (const char *d = colon + 1; *d && d != mode; d++) {
-            if (*d < '0' || *d > '9' || at > 100000000ul) {
-                pool_error_(0, "SHMPOOL_CRASH: bad hit count in '%s' (want name:N)", v);
-                return;
-            }
-            at = at * 10 + (unsigned long)(*d - '0');
-        }
-    }
-    if (n == 0 || n >= sizeof crash_name || at == 0) {
-        pool_error_(0, "SHMPOOL_CRASH: bad value '%s' (want name:N, N >= 1)", v);
-        return;
-    }
-    memcpy(crash_name, v, n);
-    crash_name[n] = '\0';
-    crash_at = at;
-}
-
-void pool_crash_point_(const char *name)
-{
-    if (crash_name[0] == '\0' || strcmp(name, crash_name) != 0)
-        return;
-    if (++crash_hits != crash_at)
-        return;
-    if (crash_stop)
-        pool_prim_stop_self_();
-    else
-        pool_prim_kill_self_();
 }

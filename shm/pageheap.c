@@ -23,8 +23,10 @@
  * Page-map invariant: every page of a small or big span maps to its span;
  * a free span guarantees it only for its first and last page, which is all
  * that coalescing reads.  Every write under the lock but the page map's is
- * journaled; a recovery undoes the dead holder's operation and derives the
- * page map again.  Entry points: pool_pageheap_alloc_/free_.
+ * journaled (a descriptor is saved whole before it changes); a recovery
+ * undoes the dead holder's operation and rebuilds the free lists, the
+ * counters and the page map from the descriptors, without journaling.
+ * Entry points: pool_pageheap_alloc_/free_.
  */
 #include "pool-internal.h"
 
@@ -42,15 +44,11 @@ static pool_journal_sh_t *ph_journal(pool_arena_t *a)
     return pool_journal_(a, POOL_LOCK_PAGEHEAP, 0);
 }
 
-/* REQUIRES: page-heap lock and an operation begun on its journal (all
- * static functions below).  Every descriptor, list and page counter write
- * is journaled; the page map and the bitmaps of spans being handed out are
- * not: a recovery derives the page map again from the descriptors, and a
- * span that goes back to free never has its bitmap read. */
-static void list_push(pool_arena_t *a, uint32_t idx)
+/* Free-list links.  j is the page heap's journal inside an operation, or
+ * NULL in the rebuild, which writes plainly.  REQUIRES: page-heap lock. */
+static void list_push(pool_arena_t *a, pool_journal_sh_t *j, uint32_t idx)
 {
     pool_pageheap_sh_t *ph = a->ph;
-    pool_journal_sh_t *j = ph_journal(a);
     pool_span_sh_t *s = &a->spans[idx];
     unsigned l = list_of(s->npages);
     POOL_JSET(j, s->prev, POOL_NIL);
@@ -62,10 +60,9 @@ static void list_push(pool_arena_t *a, uint32_t idx)
     POOL_JSET(j, s->listed, POOL_LISTED_YES);
 }
 
-static void list_remove(pool_arena_t *a, uint32_t idx)
+static void list_remove(pool_arena_t *a, pool_journal_sh_t *j, uint32_t idx)
 {
     pool_pageheap_sh_t *ph = a->ph;
-    pool_journal_sh_t *j = ph_journal(a);
     pool_span_sh_t *s = &a->spans[idx];
     unsigned l = list_of(s->npages);
     if (s->prev != POOL_NIL)
@@ -83,24 +80,24 @@ static void list_remove(pool_arena_t *a, uint32_t idx)
 
 /* Make [start, start+n) a free, unlisted span descriptor.  The state turns
  * FREE before `listed` changes, so a class scanning without this lock
- * never takes a span caught here for one of its own. */
+ * never takes a span caught here for one of its own.  REQUIRES: page-heap
+ * lock and an operation begun (the static functions below, but for the
+ * rebuild). */
 static void span_set_free(pool_arena_t *a, uint32_t start, uint32_t n, uint8_t returned)
 {
-    pool_journal_sh_t *j = ph_journal(a);
     pool_span_sh_t *s = &a->spans[start];
-    POOL_JSET(j, s->state, POOL_SPAN_FREE);
-    POOL_JSET(j, s->start, start);
-    POOL_JSET(j, s->npages, n);
-    POOL_JSET(j, s->prev, POOL_NIL);
-    POOL_JSET(j, s->next, POOL_NIL);
-    POOL_JSET(j, s->cls, 0);
-    POOL_JSET(j, s->returned, returned);
-    POOL_JSET(j, s->owner, POOL_NO_TAG);
-    POOL_JSET(j, s->count, 0);
-    POOL_JSET(j, s->nfree, 0);
-    POOL_JSET(j, s->objsize, 0);
+    pool_journal_save_span_(ph_journal(a), s);
+    s->state = POOL_SPAN_FREE;
+    s->start = start;
+    s->npages = n;
+    s->prev = s->next = POOL_NIL;
+    s->cls = 0;
+    s->returned = returned;
+    s->owner = POOL_NO_TAG;
+    s->count = s->nfree = 0;
+    s->objsize = 0;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    POOL_JSET(j, s->listed, POOL_LISTED_NO);
+    s->listed = POOL_LISTED_NO;
     a->pm_span[start] = start;
     a->pm_span[start + n - 1] = start;
 }
@@ -182,6 +179,24 @@ static void return_span(pool_arena_t *a, pool_span_sh_t *s)
     ph->madvises++;
 }
 
+/* Absorb free span `right`, which follows free span `left`, into it;
+ * both are off their lists. */
+static void merge(pool_arena_t *a, pool_span_sh_t *left, pool_span_sh_t *right)
+{
+    pool_pageheap_sh_t *ph = a->ph;
+    pool_journal_sh_t *j = ph_journal(a);
+    uint64_t returned = (left->returned ? left->npages : 0) + (right->returned ? right->npages : 0);
+    if (returned > 0)
+        POOL_JSET(j, ph->returned_pages, ph->returned_pages - returned);
+    pool_journal_save_span_(j, left);
+    pool_journal_save_span_(j, right);
+    left->npages += right->npages;
+    left->returned = 0;
+    right->state = POOL_SPAN_NONE;
+    right->npages = 0;
+    a->pm_span[left->start + left->npages - 1] = left->start;
+}
+
 /* Coalesce free span idx with its free neighbours, apply the bound on
  * unreturned pages and list it. */
 static void free_locked(pool_arena_t *a, uint32_t idx)
@@ -193,50 +208,30 @@ static void free_locked(pool_arena_t *a, uint32_t idx)
         uint32_t li = a->pm_span[s->start - 1];
         pool_span_sh_t *l = &a->spans[li];
         if (li < s->start && l->state == POOL_SPAN_FREE && l->start + l->npages == s->start) {
-            list_remove(a, li);
+            list_remove(a, j, li);
             POOL_CRASH_POINT("pageheap.merge_left");
-            if (l->returned)
-                POOL_JSET(j, ph->returned_pages, ph->returned_pages - l->npages);
-            if (s->returned)
-                POOL_JSET(j, ph->returned_pages, ph->returned_pages - s->npages);
-            POOL_JSET(j, l->npages, l->npages + s->npages);
-            POOL_JSET(j, l->returned, 0);
-            POOL_JSET(j, s->state, POOL_SPAN_NONE);
-            POOL_JSET(j, s->npages, 0);
+            merge(a, l, s);
             idx = li;
             s = l;
-            a->pm_span[s->start + s->npages - 1] = idx;
         }
     }
     uint32_t ri = s->start + s->npages;
-    if (ri < ph->carved) {
-        pool_span_sh_t *r = &a->spans[ri];
-        if (r->state == POOL_SPAN_FREE) {
-            list_remove(a, ri);
-            POOL_CRASH_POINT("pageheap.merge_right");
-            if (r->returned)
-                POOL_JSET(j, ph->returned_pages, ph->returned_pages - r->npages);
-            if (s->returned)
-                POOL_JSET(j, ph->returned_pages, ph->returned_pages - s->npages);
-            POOL_JSET(j, s->npages, s->npages + r->npages);
-            POOL_JSET(j, s->returned, 0);
-            POOL_JSET(j, r->state, POOL_SPAN_NONE);
-            POOL_JSET(j, r->npages, 0);
-            a->pm_span[s->start + s->npages - 1] = idx;
-        }
+    if (ri < ph->carved && a->spans[ri].state == POOL_SPAN_FREE) {
+        list_remove(a, j, ri);
+        POOL_CRASH_POINT("pageheap.merge_right");
+        merge(a, s, &a->spans[ri]);
     }
     if (!s->returned && unreturned(ph) > pool_pageheap_unreturned_max_(a))
         return_span(a, s);
-    list_push(a, idx);
+    list_push(a, j, idx);
     note_unreturned(a);
 }
 
 /* Give back up to `pages` pages of free spans not yet returned, longest
  * first: list 0 (the longest), then 127 down to 1.  A span may pass the
  * amount by up to `slack` pages, so that one long span is not kept
- * forever for being a little longer than what is due.  Commits and begins
- * again when the journal runs low.  REQUIRES: page-heap lock and an
- * operation begun on its journal. */
+ * forever for being a little longer than what is due.  One step a span.
+ * REQUIRES: page-heap lock and an operation begun on its journal. */
 static void return_longest(pool_arena_t *a, uint64_t pages, uint64_t slack)
 {
     pool_pageheap_sh_t *ph = a->ph;
@@ -249,10 +244,7 @@ static void return_longest(pool_arena_t *a, uint64_t pages, uint64_t slack)
             pool_span_sh_t *s = &a->spans[i];
             if (s->returned || s->npages > pages + slack)
                 continue;
-            if (pool_op_room_(j) < POOL_JOURNAL_SLACK) {
-                pool_op_end_(j);
-                pool_op_begin_(j, POOL_OP_PH_RETURN, (uint32_t)pages, 0, 0);
-            }
+            pool_journal_step_(j);
             return_span(a, s);
             ph->decayed_pages += s->npages;
             pages = s->npages < pages ? pages - s->npages : 0;
@@ -274,12 +266,13 @@ static void decay(pool_arena_t *a)
     uint64_t due = ph->decay_min_pages > POOL_DECAY_KEEP_PAGES
                        ? ph->decay_min_pages - POOL_DECAY_KEEP_PAGES
                        : 0;
-    pool_op_begin_(j, POOL_OP_PH_RETURN, (uint32_t)due, 0, 0);
+    pool_journal_begin_(j, POOL_OP_PH_RETURN);
     if (due > 0)
         return_longest(a, due, POOL_DECAY_KEEP_PAGES);
+    pool_journal_step_(j);
     POOL_JSET(j, ph->decay_start_ns, now);
     POOL_JSET(j, ph->decay_min_pages, unreturned(ph));
-    pool_op_end_(j);
+    pool_journal_commit_(j);
 }
 
 void pool_pageheap_trim_(pool_arena_t *a)
@@ -287,10 +280,11 @@ void pool_pageheap_trim_(pool_arena_t *a)
     pool_pageheap_sh_t *ph = a->ph;
     pool_journal_sh_t *j = ph_journal(a);
     pool_lock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
-    pool_op_begin_(j, POOL_OP_PH_RETURN, 0, 0, 0);
+    pool_journal_begin_(j, POOL_OP_PH_RETURN);
     return_longest(a, ph->free_pages, 0);
+    pool_journal_step_(j);
     POOL_JSET(j, ph->decay_min_pages, unreturned(ph));
-    pool_op_end_(j);
+    pool_journal_commit_(j);
     pool_unlock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
 }
 
@@ -305,26 +299,27 @@ void pool_pageheap_init_(pool_arena_t *a)
 
 /* Fill in a span being handed out.  A small span is ARRIVING, held by
  * `owner` until its class lists it; `listed` is written before the state
- * turns SMALL (see span_set_free).  REQUIRES: page-heap lock. */
+ * turns SMALL (see span_set_free).  The bitmap is not journaled: a span
+ * that goes back to free never has it read.  REQUIRES: page-heap lock and
+ * an operation begun. */
 static void span_set_used(pool_arena_t *a, uint32_t idx, uint32_t npages, unsigned cls,
                           uint16_t owner)
 {
     pool_journal_sh_t *j = ph_journal(a);
     pool_span_sh_t *s = &a->spans[idx];
-    POOL_JSET(j, s->listed, cls != 0 ? POOL_LISTED_ARRIVING : POOL_LISTED_NO);
+    pool_journal_save_span_(j, s);
+    s->listed = cls != 0 ? POOL_LISTED_ARRIVING : POOL_LISTED_NO;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    POOL_JSET(j, s->start, idx);
-    POOL_JSET(j, s->npages, npages);
-    POOL_JSET(j, s->prev, POOL_NIL);
-    POOL_JSET(j, s->next, POOL_NIL);
-    POOL_JSET(j, s->returned, 0);
-    POOL_JSET(j, s->owner, owner <= POOL_MAX_TAG ? owner : POOL_NO_TAG);
-    POOL_JSET(j, s->cls, (uint8_t)cls);
+    s->start = idx;
+    s->npages = npages;
+    s->prev = s->next = POOL_NIL;
+    s->returned = 0;
+    s->owner = owner <= POOL_MAX_TAG ? owner : POOL_NO_TAG;
+    s->cls = (uint8_t)cls;
     if (cls != 0) {
         const pool_class_t *c = &pool_classes_[cls];
-        POOL_JSET(j, s->objsize, c->size);
-        POOL_JSET(j, s->count, c->count);
-        POOL_JSET(j, s->nfree, c->count);
+        s->objsize = c->size;
+        s->count = s->nfree = c->count;
         memset(s->bitmap, 0, sizeof s->bitmap);
         /* Bits past the last object read as "handed out" so a full word
          * means nothing is free in it. */
@@ -334,13 +329,12 @@ static void span_set_used(pool_arena_t *a, uint32_t idx, uint32_t npages, unsign
         memset(s->xheld, 0, sizeof s->xheld);
 #endif
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
-        POOL_JSET(j, s->state, POOL_SPAN_SMALL);
+        s->state = POOL_SPAN_SMALL;
         POOL_JSET(j, a->ph->small_pages, a->ph->small_pages + npages);
     } else {
-        POOL_JSET(j, s->objsize, 0);
-        POOL_JSET(j, s->count, 0);
-        POOL_JSET(j, s->nfree, 0);
-        POOL_JSET(j, s->state, POOL_SPAN_BIG);
+        s->objsize = 0;
+        s->count = s->nfree = 0;
+        s->state = POOL_SPAN_BIG;
         POOL_JSET(j, a->ph->big_pages, a->ph->big_pages + npages);
     }
     pool_pagemap_set_span_(a, idx, npages, idx);
@@ -358,14 +352,14 @@ uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_p
     if (align_pages == 0)
         align_pages = 1;
     pool_lock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
-    pool_op_begin_(j, POOL_OP_PH_ALLOC, npages, cls, owner);
+    pool_journal_begin_(j, POOL_OP_PH_ALLOC);
     ph->allocs++;
     uint32_t idx = find_free(a, npages, align_pages);
     if (idx != POOL_NIL) {
         pool_span_sh_t *s = &a->spans[idx];
         uint32_t len = s->npages, lead = lead_pages(a, s->start, align_pages);
         uint8_t returned = s->returned;
-        list_remove(a, idx);
+        list_remove(a, j, idx);
         POOL_CRASH_POINT("pageheap.take");
         POOL_JSET(j, ph->free_pages, ph->free_pages - len);
         if (returned)
@@ -375,7 +369,7 @@ uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_p
             POOL_JSET(j, ph->free_pages, ph->free_pages + lead);
             if (returned)
                 POOL_JSET(j, ph->returned_pages, ph->returned_pages + lead);
-            list_push(a, idx);
+            list_push(a, j, idx);
             idx += lead;
             len -= lead;
         }
@@ -385,14 +379,14 @@ uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_p
             POOL_JSET(j, ph->free_pages, ph->free_pages + (len - npages));
             if (returned)
                 POOL_JSET(j, ph->returned_pages, ph->returned_pages + (len - npages));
-            list_push(a, rest);
+            list_push(a, j, rest);
         }
         if (returned)
             ph->reused_returned += npages;
     } else {
         uint32_t start = ph->carved + lead_pages(a, ph->carved, align_pages);
         if (start < ph->carved || (uint64_t)start + npages > a->npages) {
-            pool_op_end_(j);
+            pool_journal_commit_(j);
             pool_unlock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
             return POOL_NIL;
         }
@@ -409,7 +403,7 @@ uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_p
     }
     span_set_used(a, idx, npages, cls, owner);
     note_unreturned(a);
-    pool_op_end_(j);
+    pool_journal_commit_(j);
     decay(a);
     pool_unlock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
     return idx;
@@ -421,7 +415,7 @@ void pool_pageheap_free_locked_(pool_arena_t *a, uint32_t idx)
     pool_journal_sh_t *j = ph_journal(a);
     pool_span_sh_t *s = &a->spans[idx];
     pool_assert(s->state == POOL_SPAN_SMALL || s->state == POOL_SPAN_BIG);
-    pool_op_begin_(j, POOL_OP_PH_FREE, idx, s->npages, s->cls);
+    pool_journal_begin_(j, POOL_OP_PH_FREE);
     ph->frees++;
     /* First: a lock-free reader must stop seeing a class here. */
     pool_pagemap_set_class_(a, s->start, s->npages, 0);
@@ -433,7 +427,7 @@ void pool_pageheap_free_locked_(pool_arena_t *a, uint32_t idx)
     span_set_free(a, idx, s->npages, 0);
     POOL_JSET(j, ph->free_pages, ph->free_pages + s->npages);
     free_locked(a, idx);
-    pool_op_end_(j);
+    pool_journal_commit_(j);
 }
 
 void pool_pageheap_free_(pool_arena_t *a, uint32_t idx)
@@ -457,6 +451,7 @@ static uint32_t repair_tiling(pool_arena_t *a)
     uint32_t p = 0;
     while (p < ph->carved) {
         pool_span_sh_t *s = &a->spans[p];
+        POOL_CRASH_POINT("recover.rebuild");
         if (s->state == POOL_SPAN_NONE || s->npages == 0 || s->start != p ||
             (uint64_t)p + s->npages > ph->carved)
             return p;
@@ -491,7 +486,9 @@ static uint32_t repair_tiling(pool_arena_t *a)
     return ph->carved;
 }
 
-void pool_pageheap_repair_(pool_arena_t *a)
+/* A rebuild touches every span and would fit in no journal: it writes
+ * plainly, and is safe to run again after a death inside it. */
+void pool_pageheap_rebuild_(pool_arena_t *a, unsigned unused)
 {
     pool_pageheap_sh_t *ph = a->ph;
     uint32_t good = repair_tiling(a);
@@ -520,12 +517,13 @@ void pool_pageheap_repair_(pool_arena_t *a)
     ph->free_pages = ph->returned_pages = ph->small_pages = ph->big_pages = 0;
     for (uint32_t p = 0; p < ph->carved; p += a->spans[p].npages) {
         pool_span_sh_t *s = &a->spans[p];
+        POOL_CRASH_POINT("recover.rebuild");
         switch (s->state) {
         case POOL_SPAN_FREE:
             ph->free_pages += s->npages;
             if (s->returned)
                 ph->returned_pages += s->npages;
-            list_push(a, p);
+            list_push(a, NULL, p);
             break;
         case POOL_SPAN_SMALL:
             ph->small_pages += s->npages;
@@ -537,4 +535,17 @@ void pool_pageheap_repair_(pool_arena_t *a)
     }
     if (ph->decay_min_pages > unreturned(ph))
         ph->decay_min_pages = unreturned(ph);
+}
+
+static const pool_lock_ops_t pageheap_ops = {
+    .what = "page heap",
+    /* The page map is never journaled: every recovery derives it again. */
+    .truth = "the span descriptors",
+    .verify = NULL,
+    .rebuild = pool_pageheap_rebuild_,
+};
+
+void pool_pageheap_register_(void)
+{
+    pool_lock_register_(POOL_LOCK_PAGEHEAP, &pageheap_ops);
 }

@@ -35,12 +35,15 @@ static const bool pool_config_spin = POOL_CONFIG_SPINLOCK;
 #define pool_assert_internal(cond) pool_assert_level_(2, cond)
 #define pool_assert_expensive(cond) pool_assert_level_(3, cond)
 
-/* A named point inside a lock-held mutation where a test can make the
- * process die (SHMPOOL_CRASH="name:N", debug builds only). */
+/* A named point where a test can make the process die (SHMPOOL_CRASH,
+ * debug builds only; see crash.c), and the same at every journaled step
+ * of an operation. */
 #if POOL_CONFIG_DEBUG > 0
 #define POOL_CRASH_POINT(name) pool_crash_point_(name)
+#define POOL_CRASH_STEP(op) pool_crash_step_(op)
 #else
 #define POOL_CRASH_POINT(name) ((void)0)
+#define POOL_CRASH_STEP(op) ((void)0)
 #endif
 
 /* The only way to touch the x-named fields (and the few other words read or
@@ -128,10 +131,13 @@ uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_p
 /* Give a span back: coalesce with free neighbours, maybe return its pages to
  * the OS.  Takes the page-heap lock.  REQUIRES: no central lock held. */
 void pool_pageheap_free_(pool_arena_t *a, uint32_t span);
-/* Rebuild free lists and page counters from the span descriptors, and the
- * page map from the spans; quarantine pages past a broken descriptor.  Safe
- * to run twice.  REQUIRES: page-heap lock (called on EOWNERDEAD). */
-void pool_pageheap_repair_(pool_arena_t *a);
+/* Rebuild the tiling, free lists and page counters from the span
+ * descriptors, and the page map from the spans; quarantine pages past a
+ * broken descriptor.  Never journals; safe to run twice.  REQUIRES:
+ * page-heap lock (the lock's repair after a dead holder). */
+void pool_pageheap_rebuild_(pool_arena_t *a, unsigned unused);
+/* Register the page heap's repair with the lock wrapper. */
+void pool_pageheap_register_(void);
 /* Give every free page not yet returned back to the OS now, rather than
  * when decay would (tests that must reach the release).  Takes the
  * page-heap lock. */
@@ -165,9 +171,12 @@ uint32_t pool_central_fetch_(pool_arena_t *a, unsigned cls, uint32_t n, uint16_t
  * dropped (one is kept per class). */
 void pool_central_release_(pool_arena_t *a, unsigned cls, void *head, uint32_t n);
 /* Rebuild the class's list and counts from its spans' bitmaps; a span
- * whose geometry is wrong is quarantined.  Safe to run twice.  REQUIRES:
- * class lock (called on EOWNERDEAD when verification fails). */
-void pool_central_repair_(pool_arena_t *a, unsigned cls);
+ * whose geometry is wrong is quarantined.  Never journals; safe to run
+ * twice.  REQUIRES: class lock (the lock's repair when verification
+ * fails). */
+void pool_central_rebuild_(pool_arena_t *a, unsigned cls);
+/* Register the classes' verification and repair with the lock wrapper. */
+void pool_central_register_(void);
 /* True when the class's list, counts and spans agree.  REQUIRES: class
  * lock. */
 bool pool_central_verify_(pool_arena_t *a, unsigned cls);
@@ -178,7 +187,7 @@ void pool_central_add_span_locked_(pool_arena_t *a, unsigned cls, uint32_t idx);
  * when p is not a handed-out object of the class.  A span that becomes
  * wholly free beyond the one kept is unlinked, marked LEAVING for `tag`
  * and pushed on *leaving (linked by next).  REQUIRES: class lock and an
- * operation begun on its journal with room for POOL_JOURNAL_SLACK. */
+ * operation begun on its journal, at the start of a step. */
 bool pool_central_release_one_(pool_arena_t *a, unsigned cls, void *p, uint16_t tag,
                                uint32_t *leaving);
 /* The small span holding p when p is an object boundary in it (its index
@@ -206,9 +215,44 @@ static inline uint32_t pool_span_object_index(const pool_arena_t *a, const pool_
 }
 
 /* ------------------------------------------------------------------------ */
+/* crash.c                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Read SHMPOOL_CRASH (debug builds; attach calls it):
+ *   name:N        die by SIGKILL at the Nth hit of crash point `name`
+ *   name:N:stop   stop by SIGSTOP there instead, the lock still held
+ *   random:P[:S]  die at any crash point with probability P (0 < P <= 1),
+ *                 drawing from seed S (default: the pid and the clock)
+ * Journaled steps are the points journal.<op> (journal.fetch, ...). */
+void pool_crash_config_(void);
+/* Count a hit of crash point `name` and die there if it is armed. */
+void pool_crash_point_(const char *name);
+/* The same for a journaled step of operation op. */
+void pool_crash_step_(uint32_t op);
+/* Note that the calling thread took (held = true) or gave back lock (kind,
+ * arg), so that a death can say what it held.  Debug builds. */
+void pool_crash_note_lock_(pool_lock_kind_t kind, unsigned arg, bool held);
+/* ------------------------------------------------------------------------ */
 /* lock.c                                                                    */
 /* ------------------------------------------------------------------------ */
 
+/* How a kind of lock is repaired after its holder died: lock.c knows no
+ * tier, each tier registers its own (dependencies run one way: the tiers
+ * call down into the lock, never the reverse). */
+typedef struct pool_lock_ops_s {
+    const char *what;  /* "page heap", "class": for the recovery message */
+    const char *truth; /* what a rebuild derives the state from */
+    /* True when what the lock protects is consistent; NULL: rebuild after
+     * every recovery.  REQUIRES: the lock. */
+    bool (*verify)(pool_arena_t *a, unsigned arg);
+    /* Rewrite the state from the truth, without journaling; safe to run
+     * twice or to resume after a death.  REQUIRES: the lock. */
+    void (*rebuild)(pool_arena_t *a, unsigned arg);
+} pool_lock_ops_t;
+
+/* Register the repair of a lock kind (create and attach call it, through
+ * pool_pageheap_register_ and pool_central_register_). */
+void pool_lock_register_(pool_lock_kind_t kind, const pool_lock_ops_t *ops);
 /* Initialise a lock in the arena.  Returns 0 or the pthread error. */
 int pool_lock_init_(pool_lock_sh_t *l, pool_lock_kind_t kind);
 /* Acquire: trylock first (to count contention), then block; on EOWNERDEAD
@@ -224,24 +268,48 @@ bool pool_lock_timed_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind,
                       const struct timespec *deadline);
 /* The journal of the lock (kind, arg). */
 pool_journal_sh_t *pool_journal_(pool_arena_t *a, pool_lock_kind_t kind, unsigned arg);
-/* Begin an operation / commit it.  REQUIRES: the journal's lock. */
-void pool_op_begin_(pool_journal_sh_t *j, pool_op_t op, uint32_t a0, uint32_t a1, uint32_t a2);
-void pool_op_end_(pool_journal_sh_t *j);
-/* Abort: an operation logged more entries than the journal holds. */
-void pool_op_overflow_(pool_journal_sh_t *j) __attribute__((noreturn, cold));
 /* This process's pid, cached (0 until first needed; reset in a forked
  * child). */
 extern int pool_self_pid_;
 
-/* Log the size bytes at addr before they are written.  The entry is
+/* ------------------------------------------------------------------------ */
+/* journal.c                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Begin an operation / commit it.  REQUIRES: the journal's lock. */
+void pool_journal_begin_(pool_journal_sh_t *j, pool_op_t op);
+void pool_journal_commit_(pool_journal_sh_t *j);
+/* Between two steps of a long operation: when fewer than POOL_JOURNAL_STEP
+ * entries are left, commit what is done and begin the same operation
+ * again.  Call it only where the state is consistent on its own (what was
+ * done so far needs no undo).  REQUIRES: the journal's lock. */
+void pool_journal_step_(pool_journal_sh_t *j);
+/* Recovery of a dead holder's journal: roll its open operation back, then
+ * leave the journal empty and committed, so that what the recoverer does
+ * next starts with all the room.  Returns false when an entry was unusable
+ * (the caller must rebuild).  Safe to run again after a death inside it.
+ * REQUIRES: the lock, taken with EOWNERDEAD. */
+bool pool_journal_undo_(pool_arena_t *a, pool_journal_sh_t *j);
+/* Name of operation op ("fetch", "page-alloc", ...). */
+const char *pool_op_name_(uint32_t op);
+/* Abort: a step logged more entries than its bound. */
+void pool_journal_overflow_(pool_journal_sh_t *j) __attribute__((noreturn, cold));
+
+/* Save the size bytes at addr before they are written.  The entry is
  * complete before the count covers it, and the count before the caller's
  * write: a process killed between any two stores leaves a journal that
- * undoes exactly what it wrote.  REQUIRES: the journal's lock. */
-static inline void pool_op_log_(pool_journal_sh_t *j, void *addr, uint32_t size)
+ * undoes exactly what it wrote.  A NULL journal (a rebuild) saves nothing.
+ * Every save is a crash point of its operation (journal.<op>).
+ * REQUIRES: the journal's lock. */
+static inline void pool_journal_save_(pool_journal_sh_t *j, void *addr, uint32_t size)
 {
+    if (j == NULL)
+        return;
     uint32_t n = j->n;
-    if (pool_unlikely(n >= POOL_JOURNAL_MAX))
-        pool_op_overflow_(j);
+    if (pool_unlikely(n >= POOL_JOURNAL_MAX ||
+                      (pool_config_debug > 0 && n - j->step >= POOL_JOURNAL_STEP)))
+        pool_journal_overflow_(j);
+    POOL_CRASH_STEP(j->op);
     pool_undo_sh_t *u = &j->undo[n];
     u->where = (uint64_t)(uintptr_t)addr << 4 | size;
     switch (size) {
@@ -263,26 +331,19 @@ static inline void pool_op_log_(pool_journal_sh_t *j, void *addr, uint32_t size)
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 
-/* Entries left before the operation must commit and begin again. */
-static inline uint32_t pool_op_room_(const pool_journal_sh_t *j)
-{
-    return POOL_JOURNAL_MAX - j->n;
-}
+/* Save a span descriptor's fields (not its bitmap) at once, so that the
+ * caller may then write any of them with plain stores: four entries
+ * instead of one per field. */
+void pool_journal_save_span_(pool_journal_sh_t *j, pool_span_sh_t *s);
 
-/* Journaled assignment of a metadata field: lv = v, undoable. */
+/* Save, then write: lv = v, undoable (plain with a NULL journal). */
 #define POOL_JSET(j, lv, v)                                                   \
     do {                                                                      \
         __typeof__(lv) *jset_p_ = &(lv);                                      \
         __typeof__(lv) jset_v_ = (v);                                         \
-        pool_op_log_((j), jset_p_, sizeof *jset_p_);                          \
+        pool_journal_save_((j), jset_p_, sizeof *jset_p_);                    \
         *jset_p_ = jset_v_;                                                   \
     } while (0)
-
-/* Read SHMPOOL_CRASH once (debug builds; attach calls it). */
-void pool_crash_config_(void);
-/* Count a hit of crash point `name`; at the configured hit die by SIGKILL
- * (or, with ":stop", stop by SIGSTOP, the lock still held). */
-void pool_crash_point_(const char *name);
 
 /* ------------------------------------------------------------------------ */
 /* arena.c                                                                   */

@@ -78,7 +78,7 @@
 #define POOL_MAGIC UINT64_C(0x6c6f6f706d687373) /* "sshmpool" little-endian */
 /* Bumped whenever a shared structure changes shape.  Debug and spin builds
  * change the span and lock layouts, so they are folded into the version. */
-#define POOL_LAYOUT_VERSION 5u
+#define POOL_LAYOUT_VERSION 6u
 
 /* ------------------------------------------------------------------------ */
 /* Locks                                                                     */
@@ -117,31 +117,33 @@ typedef struct pool_undo_sh_s {
     uint64_t old;   /* the previous value */
 } pool_undo_sh_t;
 
-/* Undo entries per operation: a page-heap operation needs about 60, one
- * span taken or one object given back by a class about 20.  Batches that
- * could need more commit and begin again before the journal fills: each
- * piece is consistent on its own. */
-#define POOL_JOURNAL_MAX 192
-/* Room an operation keeps for its next step. */
-#define POOL_JOURNAL_SLACK 48
+/* Undo entries in a journal.  An operation is a sequence of steps (a span
+ * taken or given back, a batch of objects of one span); no step logs more
+ * than POOL_JOURNAL_STEP entries, and a loop that takes many steps commits
+ * and begins again whenever fewer than that are left, so an operation of
+ * any length fits: each piece is consistent on its own.  Debug builds check
+ * the bound on every step, at every size.  Rebuilds never journal: they
+ * rewrite a whole tier from the truth. */
+#define POOL_JOURNAL_MAX 256
+#define POOL_JOURNAL_STEP 96
 
-/* The journal of one lock.  The holder begins an operation (gen, op, args),
- * logs every metadata word before it writes it, and commits by setting op
- * back to NONE.  A process that gets EOWNERDEAD rolls the entries back in
- * reverse order: exactly the dead owner's unfinished operation is undone.
- * Rolling back twice restores the same values, so a recoverer that dies is
- * simply recovered again.  holder/since let a watchdog find a lock held too
- * long; they are written after the lock is taken and cleared before it is
- * given back. */
+/* The journal of one lock.  The holder begins an operation, saves every
+ * metadata word before it writes it, and commits by setting op back to
+ * NONE.  A process that gets EOWNERDEAD rolls the entries back in reverse
+ * order: exactly the dead owner's unfinished operation is undone.  Rolling
+ * back twice restores the same values, so a recoverer that dies is simply
+ * recovered again.  holder/since let a watchdog find a lock held too long;
+ * they are written after the lock is taken and cleared before it is given
+ * back. */
 typedef struct pool_journal_sh_s {
     uint64_t gen;       /* operations begun under this lock */
     uint32_t op;        /* pool_op_t in progress, POOL_OP_NONE when committed */
     uint32_t n;         /* undo entries in use */
-    uint32_t arg[3];    /* the operation's arguments (class or span, count, tag) */
+    uint32_t step;      /* n when the current step began */
     int32_t xholder;    /* pid holding the lock, 0 when free (atomic) */
     uint64_t xsince_ns; /* monotonic time it was taken (atomic) */
     uint64_t rolled_back; /* operations undone after a dead owner */
-    uint64_t pad_[2];
+    uint64_t pad_[3];
     pool_undo_sh_t undo[POOL_JOURNAL_MAX];
 } __attribute__((aligned(64))) pool_journal_sh_t;
 

@@ -73,6 +73,7 @@ static bool repair_one(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind
 {
     if (!pool_lock_timed_(a, l, kind, arg, deadline))
         return false;
+    POOL_CRASH_POINT("repair.lock");
     pool_unlock_(a, l, kind, arg);
     return true;
 }
@@ -136,15 +137,12 @@ typedef struct reap_s {
     pool_reap_report_t *r;
 } reap_t;
 
-/* Release p into class cls under an operation of the class journal that
- * is committed and begun again when it runs low.  REQUIRES: every lock. */
+/* Release p into class cls, one step of the reap operation begun on the
+ * class journal.  REQUIRES: every lock. */
 static bool reap_release(reap_t *rp, unsigned cls, void *p)
 {
-    pool_journal_sh_t *j = pool_journal_(rp->a, POOL_LOCK_CENTRAL, cls);
-    if (pool_op_room_(j) < POOL_JOURNAL_SLACK) {
-        pool_op_end_(j);
-        pool_op_begin_(j, POOL_OP_REAP, cls, 0, 0);
-    }
+    pool_journal_step_(pool_journal_(rp->a, POOL_LOCK_CENTRAL, cls));
+    POOL_CRASH_POINT("reap.object");
     return pool_central_release_one_(rp->a, cls, p, POOL_NO_TAG, &rp->leaving);
 }
 
@@ -160,7 +158,7 @@ static void reap_cache(reap_t *rp, pool_tcache_sh_t *tc)
         if (bin->head == NULL && bin->len == 0)
             continue;
         pool_journal_sh_t *j = pool_journal_(a, POOL_LOCK_CENTRAL, cls);
-        pool_op_begin_(j, POOL_OP_REAP, cls, bin->len, 0);
+        pool_journal_begin_(j, POOL_OP_REAP);
         uint32_t found = 0;
         void *p = bin->head;
         while (p != NULL && found <= bin->len) {
@@ -172,7 +170,7 @@ static void reap_cache(reap_t *rp, pool_tcache_sh_t *tc)
             found++;
             p = *(void **)p;
         }
-        pool_op_end_(j);
+        pool_journal_commit_(j);
         size_t size = pool_classes_[cls].size;
         rp->r->cached += (size_t)found * size;
         if (p != NULL && found < bin->len)
@@ -196,7 +194,7 @@ static void reap_objects(reap_t *rp, pool_span_sh_t *s, uint32_t idx)
             !rp->dead[*pool_owner_of(a, s, oi)])
             continue;
         if (!begun) {
-            pool_op_begin_(j, POOL_OP_REAP, cls, idx, 0);
+            pool_journal_begin_(j, POOL_OP_REAP);
             begun = true;
         }
         /* The span may leave its class on the last object: s stays valid
@@ -207,7 +205,7 @@ static void reap_objects(reap_t *rp, pool_span_sh_t *s, uint32_t idx)
         }
     }
     if (begun)
-        pool_op_end_(j);
+        pool_journal_commit_(j);
 }
 
 /* Walk every span of the arena.  REQUIRES: every lock. */
@@ -226,11 +224,14 @@ static void reap_spans(reap_t *rp)
             rp->r->live += bytes;
         } else if (s->state == POOL_SPAN_SMALL) {
             bool mover_dead = s->owner <= POOL_MAX_TAG && rp->dead[s->owner];
+            if ((s->listed == POOL_LISTED_ARRIVING || s->listed == POOL_LISTED_LEAVING) &&
+                mover_dead)
+                POOL_CRASH_POINT("reap.transit");
             if (s->listed == POOL_LISTED_ARRIVING && mover_dead) {
                 pool_journal_sh_t *j = pool_journal_(a, POOL_LOCK_CENTRAL, s->cls);
-                pool_op_begin_(j, POOL_OP_ADD_SPAN, s->cls, p, 0);
+                pool_journal_begin_(j, POOL_OP_ADD_SPAN);
                 pool_central_add_span_locked_(a, s->cls, p);
-                pool_op_end_(j);
+                pool_journal_commit_(j);
                 rp->r->transit += bytes;
             } else if (s->listed == POOL_LISTED_LEAVING && mover_dead) {
                 s->owner = POOL_NO_TAG;
@@ -314,6 +315,7 @@ int pool_reap(pid_t pid, pool_reap_report_t *out)
         pool_pageheap_free_locked_(a, idx);
     }
     reap_record(a, r);
+    POOL_CRASH_POINT("reap.slot");
     for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
         pool_slot_sh_t *slot = &a->slots[i];
         if (pool_atomic_load_acquire(&slot->xstate) == (uint32_t)pid) {

@@ -1,0 +1,205 @@
+/* libshmpool — crash injection (debug builds).
+ *
+ * Crash points are named places in the pool where a test can make the
+ * process die: inside every lock-held mutation (one at every journaled
+ * step, journal.<op>, besides the named ones), in recovery, in the reaper
+ * and in the watchdog's repair.  SHMPOOL_CRASH picks one point and hit
+ * ("name:N", optionally ":stop" to stop instead of dying), or makes any
+ * hit of any point fatal with a probability ("random:P[:SEED]"), so that a
+ * soak lands its deaths inside locks rather than wherever a kill from
+ * outside happens to fall.  A process that dies here says on stderr which
+ * point it died at and which lock it held, for the soak to count.
+ *
+ * Release builds compile every point away (POOL_CRASH_POINT); this file
+ * then only parses nothing.
+ */
+#include "pool-internal.h"
+
+#include <string.h>
+
+#include "prim/prim.h"
+
+static char crash_name[64];    /* empty: no named point armed */
+static unsigned long crash_at; /* die at this hit */
+static unsigned long crash_hits;
+static bool crash_stop;        /* ":stop": stop (SIGSTOP) there instead, lock held */
+static bool crash_random;      /* "random:P": any point, with probability */
+static uint64_t crash_threshold; /* die when a draw is below it (P * 2^64) */
+static uint64_t crash_rng;     /* xorshift64* state */
+
+/* The innermost pool lock the calling thread holds, and how many. */
+static __thread unsigned held_depth __attribute__((tls_model("initial-exec")));
+static __thread uint32_t held_kind __attribute__((tls_model("initial-exec")));
+static __thread uint32_t held_arg __attribute__((tls_model("initial-exec")));
+
+/* Parse decimal digits [d, end) into *out; false past limit or on a
+ * non-digit. */
+static bool parse_count(const char *d, const char *end, unsigned long limit,
+                        unsigned long *out)
+{
+    unsigned long v = 0;
+    if (d == end)
+        return false;
+    for (; d < end; d++) {
+        if (*d < '0' || *d > '9' || v > limit / 10)
+            return false;
+        v = v * 10 + (unsigned long)(*d - '0');
+    }
+    if (v > limit)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* "P" as 0 < P <= 1, written 1, 0.25 or .001, into P * 2^64 (saturated). */
+static bool parse_probability(const char *d, const char *end, uint64_t *out)
+{
+    unsigned __int128 num = 0, den = 1;
+    bool point = false, digits = false;
+    for (; d < end; d++) {
+        if (*d == '.' && !point) {
+            point = true;
+            continue;
+        }
+        if (*d < '0' || *d > '9' || den > (unsigned __int128)1e18)
+            return false;
+        num = num * 10 + (unsigned)(*d - '0');
+        if (point)
+            den *= 10;
+        digits = true;
+    }
+    if (!digits || num == 0 || num > den)
+        return false;
+    unsigned __int128 t = (num << 64) / den;
+    *out = t > UINT64_MAX ? UINT64_MAX : (uint64_t)t;
+    return true;
+}
+
+static bool config_random(const char *v)
+{
+    const char *p = v + strlen("random:");
+    const char *colon = strchr(p, ':');
+    const char *end = colon != NULL ? colon : p + strlen(p);
+    if (!parse_probability(p, end, &crash_threshold))
+        return false;
+    unsigned long seed = 0;
+    if (colon != NULL) {
+        if (!parse_count(colon + 1, colon + 1 + strlen(colon + 1), ~0ul, &seed))
+            return false;
+    } else {
+        seed = (unsigned long)pool_prim_getpid_() * 0x9e3779b97f4a7c15u ^ pool_prim_now_ns_();
+    }
+    crash_rng = (uint64_t)seed | 1;
+    crash_random = true;
+    return true;
+}
+
+static bool config_named(const char *v)
+{
+    const char *colon = strchr(v, ':');
+    size_t n = colon ? (size_t)(colon - v) : strlen(v);
+    unsigned long at = 1;
+    if (colon != NULL) {
+        const char *mode = strchr(colon + 1, ':');
+        if (mode != NULL && strcmp(mode, ":stop") != 0)
+            return false;
+        crash_stop = mode != NULL;
+        const char *end = mode != NULL ? mode : colon + 1 + strlen(colon + 1);
+        if (!parse_count(colon + 1, end, 100000000ul, &at))
+            return false;
+    }
+    if (n == 0 || n >= sizeof crash_name || at == 0)
+        return false;
+    memcpy(crash_name, v, n);
+    crash_name[n] = '\0';
+    crash_at = at;
+    return true;
+}
+
+void pool_crash_config_(void)
+{
+    crash_name[0] = '\0';
+    crash_hits = 0;
+    crash_stop = crash_random = false;
+    if (pool_config_debug == 0)
+        return;
+    const char *v = pool_prim_getenv_("SHMPOOL_CRASH");
+    if (v == NULL || *v == '\0')
+        return;
+    bool ok = strncmp(v, "random:", 7) == 0 ? config_random(v) : config_named(v);
+    if (!ok) {
+        crash_name[0] = '\0';
+        crash_random = crash_stop = false;
+        pool_error_(0, "SHMPOOL_CRASH: bad value '%s' (want name:N, name:N:stop or "
+                       "random:P[:SEED] with 0 < P <= 1)", v);
+    }
+}
+
+void pool_crash_note_lock_(pool_lock_kind_t kind, unsigned arg, bool held)
+{
+    if (held) {
+        held_depth++;
+        held_kind = kind;
+        held_arg = arg;
+    } else if (held_depth > 0) {
+        held_depth--;
+    }
+}
+
+/* Say where the process dies, then die (or stop). */
+static void POOL_COLD fire(const char *name, const char *op)
+{
+    char lock[48];
+    if (held_depth == 0)
+        pool_snprintf_(lock, sizeof lock, "no lock");
+    else if (held_kind == POOL_LOCK_PAGEHEAP)
+        pool_snprintf_(lock, sizeof lock, "%u lock%s, the last the page heap", held_depth,
+                       held_depth > 1 ? "s" : "");
+    else
+        pool_snprintf_(lock, sizeof lock, "%u lock%s, the last class %u", held_depth,
+                       held_depth > 1 ? "s" : "", held_arg);
+    pool_error_(0, "crash point %s%s (hit %lu) in pid %d, holding %s", name, op, crash_hits,
+                pool_prim_getpid_(), lock);
+    if (crash_stop)
+        pool_prim_stop_self_();
+    else
+        pool_prim_kill_self_();
+}
+
+/* Random mode: one draw per hit. */
+static bool draw(void)
+{
+    crash_rng ^= crash_rng >> 12;
+    crash_rng ^= crash_rng << 25;
+    crash_rng ^= crash_rng >> 27;
+    return crash_rng * UINT64_C(2685821657736338717) < crash_threshold;
+}
+
+void pool_crash_point_(const char *name)
+{
+    if (crash_random) {
+        crash_hits++;
+        if (draw())
+            fire(name, "");
+        return;
+    }
+    if (crash_name[0] == '\0' || strcmp(name, crash_name) != 0)
+        return;
+    if (++crash_hits == crash_at)
+        fire(name, "");
+}
+
+void pool_crash_step_(uint32_t op)
+{
+    if (crash_random) {
+        crash_hits++;
+        if (draw())
+            fire("journal.", pool_op_name_(op));
+        return;
+    }
+    if (strncmp(crash_name, "journal.", 8) != 0 ||
+        strcmp(crash_name + 8, pool_op_name_(op)) != 0)
+        return;
+    if (++crash_hits == crash_at)
+        fire("journal.", pool_op_name_(op));
+}
