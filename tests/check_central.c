@@ -243,9 +243,9 @@ START_TEST(test_repair_is_idempotent)
     a->spans[span_of(h)].nfree = 3;
     char msg[256];
     ck_assert_int_eq(pool_check(msg, sizeof msg), -1);
-    pool_central_repair_(a, CLS_96);
+    pool_central_rebuild_(a, CLS_96);
     pool_test_assert_consistent();
-    pool_central_repair_(a, CLS_96);
+    pool_central_rebuild_(a, CLS_96);
     pool_test_assert_consistent();
     ck_assert_uint_eq(a->spans[span_of(h)].nfree, pool_classes_[CLS_96].count - 30);
     pool_central_release_(a, CLS_96, h, 30);
@@ -253,8 +253,8 @@ START_TEST(test_repair_is_idempotent)
     /* The page heap rebuilds its lists from the descriptors the same way. */
     a->ph->heads[0] = POOL_NIL;
     a->ph->free_pages = 12345;
-    pool_pageheap_repair_(a);
-    pool_pageheap_repair_(a);
+    pool_pageheap_rebuild_(a, 0);
+    pool_pageheap_rebuild_(a, 0);
     pool_test_assert_consistent();
 }
 END_TEST

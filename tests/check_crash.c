@@ -125,28 +125,6 @@ static pid_t spawn(int (*fn)(void *), void *arg, const char *crash)
     return pid;
 }
 
-static int wait_for(pid_t pid)
-{
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
-        ck_assert_int_eq(errno, EINTR);
-    return status;
-}
-
-static void assert_exit0(pid_t pid, const char *who)
-{
-    int status = wait_for(pid);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s exited with status %#x",
-                  who, status);
-}
-
-static void assert_killed(pid_t pid, const char *who)
-{
-    int status = wait_for(pid);
-    ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
-                  "%s was not killed (status %#x)", who, status);
-}
-
 /* A holder keeps HOLD patterned blocks across the crash and everything
  * after it; it checks them when told to through the pipe. */
 typedef struct holder_s {
@@ -182,7 +160,7 @@ static void holder_finish(holder_t *h, pid_t pid)
 {
     char c = 'g';
     ck_assert_int_eq(write(h->go[1], &c, 1), 1);
-    assert_exit0(pid, "the holder (a live process's blocks were overwritten?)");
+    pool_test_assert_exit0(pid, "the holder (a live process's blocks were overwritten?)");
     close(h->ready[0]);
     close(h->ready[1]);
     close(h->go[0]);
@@ -243,16 +221,16 @@ START_TEST(test_every_crash_point)
     holder_t h;
     pid_t holder = holder_start(&h);
     pid_t crasher = spawn(crasher_main, spec, NULL);
-    assert_killed(crasher, spec);
+    pool_test_assert_killed(crasher, spec);
     pid_t worker = spawn(worker_main, NULL, NULL);
-    assert_exit0(worker, "the worker after the crash");
+    pool_test_assert_exit0(worker, "the worker after the crash");
     pool_reap_report_t r;
     size_t leaked = reap(crasher, &r);
     ck_assert_msg(r.live >= HOLD / 2 * SMALL_A, "%s: reap found only %zu live bytes", spec,
                   r.live);
     /* The worker churns again on what the reap gave back. */
     pid_t again = spawn(worker_main, NULL, NULL);
-    assert_exit0(again, "the worker after the reap");
+    pool_test_assert_exit0(again, "the worker after the reap");
     holder_finish(&h, holder);
     leaked += reap(worker, NULL) + reap(again, NULL) + reap(holder, NULL);
     ck_assert_uint_ge(pool_arena_.crash->xrecoveries, 1);
@@ -273,12 +251,12 @@ START_TEST(test_interrupted_recovery)
     holder_t h;
     pid_t holder = holder_start(&h);
     pid_t first = spawn(crasher_main, (void *)interrupted[_i][0], NULL);
-    assert_killed(first, interrupted[_i][0]);
+    pool_test_assert_killed(first, interrupted[_i][0]);
     pid_t second = spawn(worker_main, NULL, interrupted[_i][1]);
-    assert_killed(second, "the recoverer");
+    pool_test_assert_killed(second, "the recoverer");
     uint64_t rolled = pool_arena_.crash->xrolled_back;
     pid_t third = spawn(worker_main, NULL, NULL);
-    assert_exit0(third, "the third process");
+    pool_test_assert_exit0(third, "the third process");
     ck_assert_uint_eq(pool_arena_.crash->xrolled_back, rolled + 1);
     holder_finish(&h, holder);
     size_t leaked = reap(first, NULL) + reap(second, NULL) + reap(third, NULL) +
@@ -316,7 +294,7 @@ START_TEST(test_kill_anywhere_then_reap)
         struct timespec ts = { 0, (long)(1 + k * 7) * 1000000L };
         nanosleep(&ts, NULL);
         kill(victim, SIGKILL);
-        assert_killed(victim, "the victim");
+        pool_test_assert_killed(victim, "the victim");
         pool_reap_report_t r;
         leaked += reap(victim, &r);
         ck_assert_uint_ge(r.live, HOLD / 2 * SMALL_A);
@@ -325,7 +303,7 @@ START_TEST(test_kill_anywhere_then_reap)
         close(fd[1]);
     }
     pid_t worker = spawn(worker_main, NULL, NULL);
-    assert_exit0(worker, "the worker after the kills");
+    pool_test_assert_exit0(worker, "the worker after the kills");
     holder_finish(&h, holder);
     leaked += reap(worker, NULL) + reap(holder, NULL);
     pool_test_assert_settled(leaked);
@@ -406,13 +384,13 @@ START_TEST(test_neighbours_reclaimed)
     ck_assert_uint_ge(split_pairs(t[0].mine, t[1].mine), TURNS / 4);
 
     kill(pid[0], SIGKILL);
-    assert_killed(pid[0], "the first taker");
+    pool_test_assert_killed(pid[0], "the first taker");
     pool_reap_report_t r;
     size_t leaked = reap(pid[0], &r);
     ck_assert_uint_eq(leaked, 0);
     ck_assert_uint_eq(r.live, TURNS * 16);
     ck_assert_int_eq(write(t[1].go[1], &c, 1), 1);
-    assert_exit0(pid[1], "the second taker (its objects were reclaimed?)");
+    pool_test_assert_exit0(pid[1], "the second taker (its objects were reclaimed?)");
     leaked += reap(pid[1], NULL);
     pool_test_assert_settled(leaked);
     for (unsigned k = 0; k < 2; k++) {
@@ -484,13 +462,13 @@ START_TEST(test_adopted_block_survives)
     char c;
     ck_assert_int_eq(read(ad.done[0], &c, 1), 1);
     kill(giver, SIGKILL);
-    assert_killed(giver, "the giver");
+    pool_test_assert_killed(giver, "the giver");
     pool_reap_report_t r;
     reap(giver, &r);
     pid_t worker = spawn(worker_main, NULL, NULL);
-    assert_exit0(worker, "the worker");
+    pool_test_assert_exit0(worker, "the worker");
     ck_assert_int_eq(write(ad.to_receiver[1], &c, 1), 1);
-    assert_exit0(receiver, "the receiver (its adopted block was reclaimed?)");
+    pool_test_assert_exit0(receiver, "the receiver (its adopted block was reclaimed?)");
     size_t leaked = reap(worker, NULL) + reap(receiver, NULL);
     pool_test_assert_settled(leaked);
 }
@@ -522,7 +500,7 @@ START_TEST(test_stalled_lock_reported)
     ck_assert_int_eq(pool_repair(&recovered), EAGAIN);
     ck_assert_uint_eq(recovered, 0);
     kill(stuck, SIGKILL);
-    assert_killed(stuck, "the stuck holder");
+    pool_test_assert_killed(stuck, "the stuck holder");
     ck_assert_int_eq(pool_repair(&recovered), 0);
     ck_assert_uint_eq(recovered, 1);
     ck_assert_int_eq(pool_lock_stalled(0), 0);
@@ -540,7 +518,7 @@ START_TEST(test_stats_show_reaps)
     char c;
     ck_assert_int_eq(read(fd[0], &c, 1), 1);
     kill(victim, SIGKILL);
-    assert_killed(victim, "the victim");
+    pool_test_assert_killed(victim, "the victim");
     reap(victim, NULL);
     static char json[1 << 16];
     size_t n = pool_stats_json(json, sizeof json);

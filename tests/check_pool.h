@@ -5,6 +5,7 @@
 
 #include <check.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "pool.h"
 
@@ -16,6 +17,7 @@ Suite *make_tcache_suite(void);
 Suite *make_stress_suite(void);
 Suite *make_fork_suite(void);
 Suite *make_crash_suite(void);
+Suite *make_recovery_suite(void);
 
 /* Arena size the fixtures create. */
 #define POOL_TEST_HEAP ((size_t)64 << 20)
@@ -31,5 +33,11 @@ pool_usage_t pool_test_assert_bytes_add_up(void);
 /* The arena is consistent, its bytes add up, and exactly in_use bytes are
  * in use: what a test expects once every block is freed (or reaped). */
 void pool_test_assert_settled(size_t in_use);
+
+/* Child processes: wait for pid (retrying on EINTR) and return its status;
+ * fail the test unless it exited 0, or unless SIGKILL killed it. */
+int pool_test_wait(pid_t pid);
+void pool_test_assert_exit0(pid_t pid, const char *who);
+void pool_test_assert_killed(pid_t pid, const char *who);
 
 #endif /* CHECK_POOL_H */

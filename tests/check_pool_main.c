@@ -3,8 +3,11 @@
  * allocations go to glibc and never through the code under test. */
 #include "config.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 
 #include "check_pool.h"
 #include "pool-internal.h"
@@ -53,6 +56,28 @@ void pool_test_assert_settled(size_t in_use)
     ck_assert_msg(u.in_use == in_use, "%zu bytes in use, expected %zu", u.in_use, in_use);
 }
 
+int pool_test_wait(pid_t pid)
+{
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        ck_assert_int_eq(errno, EINTR);
+    return status;
+}
+
+void pool_test_assert_exit0(pid_t pid, const char *who)
+{
+    int status = pool_test_wait(pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s ended with status %#x",
+                  who, status);
+}
+
+void pool_test_assert_killed(pid_t pid, const char *who)
+{
+    int status = pool_test_wait(pid);
+    ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+                  "%s was not killed (status %#x)", who, status);
+}
+
 int main(void)
 {
     SRunner *sr = srunner_create(make_sizeclass_suite());
@@ -63,6 +88,7 @@ int main(void)
     srunner_add_suite(sr, make_stress_suite());
     srunner_add_suite(sr, make_fork_suite());
     srunner_add_suite(sr, make_crash_suite());
+    srunner_add_suite(sr, make_recovery_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

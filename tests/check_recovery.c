@@ -1,0 +1,262 @@
+/* Recovery at the sizes real heaps reach: a process dies holding a pool
+ * lock while the structure behind it holds thousands of spans, and the
+ * next locker -- another process or a supervisor that only repairs and
+ * reaps -- must put it right without running out of room, and leave a
+ * heap that passes its own check.  The first wave's tests built a handful
+ * of spans; a page heap with 33 free spans of one length already made its
+ * recovery abort.  Entry point: make_recovery_suite().
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check_pool.h"
+#include "pool-internal.h"
+
+/* Big enough for 1,000 spans of the largest class (32 pages each). */
+#define RECOVERY_HEAP ((size_t)1 << 30)
+#define NSPANS 1000u
+
+static void create_big(void)
+{
+    int rc = pool_create(RECOVERY_HEAP);
+    ck_assert_msg(rc == 0, "pool_create: %d", rc);
+}
+
+/* Fork; the child attaches (and dies rather than hang the suite).  Returns
+ * the pid in the parent, 0 in the child. */
+static pid_t fork_attached(void)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        alarm(20);
+        if (pool_attach() != 0)
+            _exit(1);
+    }
+    return pid;
+}
+
+/* A child that takes lock (kind, arg) and dies holding it, between two
+ * operations (any build), or at crash point `crash` inside one (debug
+ * builds; `work` then runs until it gets there). */
+static pid_t die_holding(pool_lock_kind_t kind, unsigned arg, const char *crash,
+                         void (*work)(unsigned), unsigned warg)
+{
+    pid_t pid = fork_attached();
+    if (pid != 0)
+        return pid;
+    if (crash != NULL) {
+        setenv("SHMPOOL_CRASH", crash, 1);
+        pool_crash_config_();
+        work(warg);
+        _exit(2); /* the crash point was never reached */
+    }
+    pool_arena_t *a = &pool_arena_;
+    pool_lock_sh_t *l = kind == POOL_LOCK_PAGEHEAP ? &a->ph->lock : &a->central[arg].lock;
+    pool_lock_(a, l, kind, arg);
+    raise(SIGKILL);
+    _exit(2);
+}
+
+/* Repair as a supervisor does (no attach), then reap the dead process: a
+ * recovery that aborts takes this test process with it. */
+static void supervise(pid_t dead)
+{
+    unsigned recovered = 0;
+    ck_assert_int_eq(pool_repair(&recovered), 0);
+    ck_assert_uint_eq(recovered, 1);
+    pool_reap_report_t r;
+    int rc = pool_reap(dead, &r);
+    ck_assert_msg(rc == 0, "pool_reap: %s", strerror(rc));
+    ck_assert_uint_eq(r.leaked, 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Page heap                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* NSPANS free one-page spans, kept apart by one-page spans in use: the
+ * free lists' shape that made the rebuild overflow its journal.  Returns
+ * the number of pages the live separators hold. */
+static uint32_t free_one_page_spans(void)
+{
+    pool_arena_t *a = &pool_arena_;
+    static uint32_t span[2 * NSPANS];
+    for (unsigned i = 0; i < 2 * NSPANS; i++) {
+        span[i] = pool_pageheap_alloc_(a, 1, 1, 0, POOL_NO_TAG);
+        ck_assert_uint_ne(span[i], POOL_NIL);
+    }
+    for (unsigned i = 0; i < 2 * NSPANS; i += 2)
+        pool_pageheap_free_(a, span[i]);
+    ck_assert_uint_ge(a->ph->free_pages, NSPANS);
+    return NSPANS;
+}
+
+/* A page-heap operation that reaches every page-heap crash point. */
+static void pageheap_work(unsigned unused)
+{
+    pool_arena_t *a = &pool_arena_;
+    for (unsigned r = 0; r < 100; r++) {
+        uint32_t s = pool_pageheap_alloc_(a, 1 + r % 3, 1, 0, pool_thread_tag());
+        if (s != POOL_NIL)
+            pool_pageheap_free_(a, s);
+    }
+}
+
+static void assert_pageheap_recovered(uint32_t live_pages)
+{
+    pool_test_assert_consistent();
+    pool_usage_t u = pool_test_assert_bytes_add_up();
+    ck_assert_uint_eq(u.in_use, (size_t)live_pages << POOL_PAGE_SHIFT);
+    ck_assert_uint_ge(pool_arena_.ph->free_pages, NSPANS);
+}
+
+START_TEST(test_pageheap_death_between_operations)
+{
+    uint32_t live = free_one_page_spans();
+    pid_t dead = die_holding(POOL_LOCK_PAGEHEAP, 0, NULL, NULL, 0);
+    pool_test_assert_killed(dead, "the dying holder");
+    supervise(dead);
+    assert_pageheap_recovered(live);
+    /* A second death in a row finds the same room as the first. */
+    dead = die_holding(POOL_LOCK_PAGEHEAP, 0, NULL, NULL, 0);
+    pool_test_assert_killed(dead, "the dying holder");
+    supervise(dead);
+    assert_pageheap_recovered(live);
+}
+END_TEST
+
+START_TEST(test_pageheap_death_inside_operation)
+{
+    uint32_t live = free_one_page_spans();
+    pid_t dead = die_holding(POOL_LOCK_PAGEHEAP, 0, "pageheap.take:1", pageheap_work, 0);
+    pool_test_assert_killed(dead, "the dying holder");
+    supervise(dead);
+    assert_pageheap_recovered(live);
+}
+END_TEST
+
+/* The next locker is an attached process doing its own work; the check
+ * after it has nothing left open. */
+START_TEST(test_pageheap_recovered_by_next_locker)
+{
+    uint32_t live = free_one_page_spans();
+    pid_t dead = die_holding(POOL_LOCK_PAGEHEAP, 0, NULL, NULL, 0);
+    pool_test_assert_killed(dead, "the dying holder");
+    pid_t next = fork_attached();
+    if (next == 0) {
+        pageheap_work(0);
+        _exit(pool_arena_.crash->xrecoveries == 1 ? 0 : 3);
+    }
+    pool_test_assert_exit0(next, "the next locker");
+    ck_assert_int_eq(pool_reap(dead, NULL), 0);
+    ck_assert_int_eq(pool_reap(next, NULL), 0);
+    assert_pageheap_recovered(live);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Central classes                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* NSPANS spans of class cls, each with one object free (all full where a
+ * span holds one object), built by a process that then detaches: its
+ * objects stay in use, owned by nobody.  Returns the bytes in use. */
+static size_t class_spans(unsigned cls)
+{
+    const pool_class_t *k = &pool_classes_[cls];
+    size_t n = (size_t)k->count * NSPANS;
+    pid_t pid = fork_attached();
+    if (pid == 0) {
+        void **obj = __libc_malloc(n * sizeof *obj);
+        for (size_t i = 0; i < n; i++)
+            if ((obj[i] = pool_malloc(k->size)) == NULL)
+                _exit(4);
+        if (k->count > 1)
+            for (size_t i = 0; i < n; i += k->count)
+                pool_free(obj[i]);
+        pool_detach();
+        _exit(0);
+    }
+    pool_test_assert_exit0(pid, "the class's builder");
+    ck_assert_uint_ge(pool_arena_.central[cls].nspans, NSPANS);
+    return (k->count > 1 ? n - NSPANS : n) * k->size;
+}
+
+/* Work in class cls that reaches its crash points. */
+static void class_work(unsigned cls)
+{
+    size_t size = pool_classes_[cls].size;
+    for (unsigned r = 0; r < 50; r++) {
+        void *p[8];
+        for (unsigned i = 0; i < 8; i++)
+            p[i] = pool_malloc(size);
+        for (unsigned i = 0; i < 8; i++)
+            pool_free(p[i]);
+        pool_thread_flush();
+    }
+}
+
+static void assert_class_recovered(unsigned cls, size_t in_use)
+{
+    pool_test_assert_settled(in_use);
+    ck_assert_uint_ge(pool_arena_.central[cls].nspans, NSPANS);
+}
+
+START_TEST(test_class_death_between_operations)
+{
+    unsigned cls = (unsigned)_i;
+    size_t in_use = class_spans(cls);
+    pid_t dead = die_holding(POOL_LOCK_CENTRAL, cls, NULL, NULL, 0);
+    pool_test_assert_killed(dead, "the dying holder");
+    supervise(dead);
+    assert_class_recovered(cls, in_use);
+}
+END_TEST
+
+START_TEST(test_class_death_inside_operation)
+{
+    unsigned cls = (unsigned)_i;
+    size_t in_use = class_spans(cls);
+    pid_t dead = die_holding(POOL_LOCK_CENTRAL, cls, "central.release:1", class_work, cls);
+    pool_test_assert_killed(dead, "the dying holder");
+    supervise(dead);
+    assert_class_recovered(cls, in_use);
+}
+END_TEST
+
+Suite *make_recovery_suite(void)
+{
+    Suite *s = suite_create("recovery");
+    TCase *tc = tcase_create("pageheap");
+    tcase_add_checked_fixture(tc, create_big, pool_test_destroy);
+    tcase_set_timeout(tc, 60);
+    if (!POOL_CONFIG_SPINLOCK) {
+        tcase_add_test(tc, test_pageheap_death_between_operations);
+        tcase_add_test(tc, test_pageheap_recovered_by_next_locker);
+        if (POOL_CONFIG_DEBUG > 0)
+            tcase_add_test(tc, test_pageheap_death_inside_operation);
+    }
+    suite_add_tcase(s, tc);
+
+    /* A spin lock has no owner to find dead: these need the mutex. */
+    tc = tcase_create("central");
+    tcase_add_checked_fixture(tc, create_big, pool_test_destroy);
+    tcase_set_timeout(tc, 60);
+    if (!POOL_CONFIG_SPINLOCK) {
+        tcase_add_loop_test(tc, test_class_death_between_operations, 1, POOL_NCLASSES);
+        if (POOL_CONFIG_DEBUG > 0)
+            tcase_add_loop_test(tc, test_class_death_inside_operation, 1, POOL_NCLASSES);
+    }
+    suite_add_tcase(s, tc);
+    return s;
+}
