@@ -19,6 +19,17 @@
 
 #include "prim/prim.h"
 
+/* Every named point; journal.<op> adds one per operation kind.  A test
+ * checks that the sources use no other. */
+const char *const pool_crash_points_[] = {
+    "central.fetch",    "central.add_span",    "central.release",
+    "pageheap.take",    "pageheap.carve",      "pageheap.free",
+    "pageheap.merge_left", "pageheap.merge_right", "pageheap.release",
+    "lock.acquired",    "recover.undo",        "recover.rebuild",
+    "reap.object",      "reap.transit",        "reap.slot",
+    "repair.lock",      NULL,
+};
+
 static char crash_name[64];    /* empty: no named point armed */
 static unsigned long crash_at; /* die at this hit */
 static unsigned long crash_hits;
@@ -94,6 +105,21 @@ static bool config_random(const char *v)
     return true;
 }
 
+/* A point that exists: a misspelt name would never fire, and a test that
+ * relies on it would pass for the wrong reason. */
+static bool known(const char *name)
+{
+    for (unsigned i = 0; pool_crash_points_[i] != NULL; i++)
+        if (strcmp(name, pool_crash_points_[i]) == 0)
+            return true;
+    if (strncmp(name, "journal.", 8) != 0)
+        return false;
+    for (uint32_t op = POOL_OP_NONE + 1; strcmp(pool_op_name_(op), "unknown") != 0; op++)
+        if (strcmp(name + 8, pool_op_name_(op)) == 0)
+            return true;
+    return false;
+}
+
 static bool config_named(const char *v)
 {
     const char *colon = strchr(v, ':');
@@ -113,7 +139,7 @@ static bool config_named(const char *v)
     memcpy(crash_name, v, n);
     crash_name[n] = '\0';
     crash_at = at;
-    return true;
+    return known(crash_name);
 }
 
 void pool_crash_config_(void)
@@ -130,8 +156,8 @@ void pool_crash_config_(void)
     if (!ok) {
         crash_name[0] = '\0';
         crash_random = crash_stop = false;
-        pool_error_(0, "SHMPOOL_CRASH: bad value '%s' (want name:N, name:N:stop or "
-                       "random:P[:SEED] with 0 < P <= 1)", v);
+        pool_error_(0, "SHMPOOL_CRASH: bad value '%s' (want point:N, point:N:stop or "
+                       "random:P[:SEED] with 0 < P <= 1, for a point libshmpool(7) names)", v);
     }
 }
 

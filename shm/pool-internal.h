@@ -225,6 +225,9 @@ static inline uint32_t pool_span_object_index(const pool_arena_t *a, const pool_
  *                 drawing from seed S (default: the pid and the clock)
  * Journaled steps are the points journal.<op> (journal.fetch, ...). */
 void pool_crash_config_(void);
+/* The named crash points, NULL-terminated (journal.<op> are not listed:
+ * one per pool_op_name_). */
+extern const char *const pool_crash_points_[];
 /* Count a hit of crash point `name` and die there if it is armed. */
 void pool_crash_point_(const char *name);
 /* The same for a journaled step of operation op. */

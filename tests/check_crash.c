@@ -6,7 +6,8 @@
  * as a mismatch; pool_check() must pass; and the bytes still in use after
  * every process is reaped must be exactly what the reaps reported as
  * leaked.  The test process stays private so that its children share its
- * arena.  Entry point: make_crash_suite().
+ * arena.  Entry points: make_crash_suite(), make_crash_points_suite() (debug
+ * builds: deaths at named crash points).
  */
 #include "config.h"
 
@@ -550,15 +551,18 @@ Suite *make_crash_suite(void)
     }
     tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);
+    return s;
+}
 
-    tc = tcase_create("points");
+Suite *make_crash_points_suite(void)
+{
+    Suite *s = suite_create("crash_points");
+    TCase *tc = tcase_create("points");
     tcase_add_checked_fixture(tc, pool_test_create, pool_test_destroy);
-    if (POOL_CONFIG_DEBUG > 0 && !POOL_CONFIG_SPINLOCK) {
-        tcase_add_loop_test(tc, test_every_crash_point, 0,
-                            (int)(sizeof crash_points / sizeof crash_points[0]));
-        tcase_add_loop_test(tc, test_interrupted_recovery, 0,
-                            (int)(sizeof interrupted / sizeof interrupted[0]));
-    }
+    tcase_add_loop_test(tc, test_every_crash_point, 0,
+                        (int)(sizeof crash_points / sizeof crash_points[0]));
+    tcase_add_loop_test(tc, test_interrupted_recovery, 0,
+                        (int)(sizeof interrupted / sizeof interrupted[0]));
     tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);
     return s;

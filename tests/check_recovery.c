@@ -4,7 +4,9 @@
  * reaps -- must put it right without running out of room, and leave a
  * heap that passes its own check.  The first wave's tests built a handful
  * of spans; a page heap with 33 free spans of one length already made its
- * recovery abort.  Entry point: make_recovery_suite().
+ * recovery abort.  Entry points: make_recovery_suite(), and
+ * make_recovery_points_suite() for deaths inside an operation (debug
+ * builds: crash points).
  */
 #include "config.h"
 
@@ -240,23 +242,30 @@ Suite *make_recovery_suite(void)
     TCase *tc = tcase_create("pageheap");
     tcase_add_checked_fixture(tc, create_big, pool_test_destroy);
     tcase_set_timeout(tc, 60);
+    /* A spin lock has no owner to find dead: these need the mutex. */
     if (!POOL_CONFIG_SPINLOCK) {
         tcase_add_test(tc, test_pageheap_death_between_operations);
         tcase_add_test(tc, test_pageheap_recovered_by_next_locker);
-        if (POOL_CONFIG_DEBUG > 0)
-            tcase_add_test(tc, test_pageheap_death_inside_operation);
     }
     suite_add_tcase(s, tc);
 
-    /* A spin lock has no owner to find dead: these need the mutex. */
     tc = tcase_create("central");
     tcase_add_checked_fixture(tc, create_big, pool_test_destroy);
     tcase_set_timeout(tc, 60);
-    if (!POOL_CONFIG_SPINLOCK) {
+    if (!POOL_CONFIG_SPINLOCK)
         tcase_add_loop_test(tc, test_class_death_between_operations, 1, POOL_NCLASSES);
-        if (POOL_CONFIG_DEBUG > 0)
-            tcase_add_loop_test(tc, test_class_death_inside_operation, 1, POOL_NCLASSES);
-    }
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+Suite *make_recovery_points_suite(void)
+{
+    Suite *s = suite_create("recovery_points");
+    TCase *tc = tcase_create("inside");
+    tcase_add_checked_fixture(tc, create_big, pool_test_destroy);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_pageheap_death_inside_operation);
+    tcase_add_loop_test(tc, test_class_death_inside_operation, 1, POOL_NCLASSES);
     suite_add_tcase(s, tc);
     return s;
 }

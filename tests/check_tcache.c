@@ -328,99 +328,6 @@ START_TEST(test_interior_free_aborts)
 }
 END_TEST
 
-/* Debug builds: a child dies at a crash point holding a class lock; the
- * next process to use the class repairs it. */
-START_TEST(test_crash_point_kills_and_repairs)
-{
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        setenv("SHMPOOL_CRASH", "central.fetch:3", 1);
-        if (pool_attach() != 0)
-            _exit(1);
-        for (int i = 0; i < 100; i++)
-            pool_malloc(96);
-        _exit(2);
-    }
-    int status;
-    waitpid(pid, &status, 0);
-    ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "child status %#x", status);
-    ck_assert_int_eq(pool_attach(), 0);
-    void *p = pool_malloc(96);
-    ck_assert(pool_owns(p));
-    ck_assert_uint_eq(pool_arena_.lockstats[1 + pool_sizeclass_of(96)].recoveries, 1);
-    pool_free(p);
-    /* The dead child's slot is still taken: its (empty) cache is checked. */
-    pool_test_assert_consistent();
-}
-END_TEST
-
-/* Debug builds: for every crash point, a child dies there holding the lock;
- * another process then works in the same class and the page heap, and the
- * arena must be consistent.  The test process stays private, so that the
- * children share its arena. */
-static const char *const crash_points[] = {
-    "central.fetch", "central.add_span", "central.release", "pageheap.take",
-    "pageheap.carve", "pageheap.free", "pageheap.merge_left", "pageheap.merge_right",
-    "pageheap.release",
-};
-
-/* Allocate and free in classes 96 and 8 KiB and in big spans, so that every
- * crash point above is reached. */
-static void crash_workload(void)
-{
-    static void *small[300], *big[6];
-    for (int round = 0; round < 3; round++) {
-        for (int i = 0; i < 300; i++)
-            small[i] = pool_malloc(i % 2 ? 96 : 8192);
-        for (int i = 0; i < 6; i++)
-            big[i] = pool_malloc((size_t)(i + 1) << 19);
-        for (int i = 0; i < 6; i += 2)
-            pool_free(big[i]);
-        for (int i = 1; i < 6; i += 2)
-            pool_free(big[i]);
-        /* Decay would give the pages back a second later: now, so that
-         * the release is reached. */
-        pool_pageheap_trim_(&pool_arena_);
-        for (int i = 0; i < 300; i++)
-            pool_free(small[i]);
-        pool_thread_flush();
-    }
-}
-
-static int run_child(const char *crash)
-{
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        if (crash != NULL)
-            setenv("SHMPOOL_CRASH", crash, 1);
-        if (pool_attach() != 0)
-            _exit(1);
-        crash_workload();
-        char msg[256];
-        _exit(pool_check(msg, sizeof msg) == 0 ? 0 : 3);
-    }
-    int status;
-    waitpid(pid, &status, 0);
-    return status;
-}
-
-START_TEST(test_every_crash_point_recovers)
-{
-    const char *name = crash_points[_i];
-    char spec[64];
-    snprintf(spec, sizeof spec, "%s:2", name);
-    int status = run_child(spec);
-    ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
-                  "%s: child was not killed there (status %#x)", name, status);
-    status = run_child(NULL);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                  "%s: the next process failed (status %#x)", name, status);
-    pool_test_assert_consistent();
-}
-END_TEST
-
 Suite *make_tcache_suite(void)
 {
     Suite *s = suite_create("tcache");
@@ -443,16 +350,6 @@ Suite *make_tcache_suite(void)
     tcase_add_test_raise_signal(tc, test_invalid_free_aborts, SIGABRT);
     if (POOL_CONFIG_DEBUG > 0)
         tcase_add_test_raise_signal(tc, test_interior_free_aborts, SIGABRT);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("crash");
-    tcase_add_checked_fixture(tc, pool_test_create, pool_test_destroy);
-    if (POOL_CONFIG_DEBUG > 0 && !POOL_CONFIG_SPINLOCK) {
-        tcase_add_test(tc, test_crash_point_kills_and_repairs);
-        tcase_add_loop_test(tc, test_every_crash_point_recovers, 0,
-                            (int)(sizeof crash_points / sizeof crash_points[0]));
-    }
-    tcase_set_timeout(tc, 20);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -5,7 +5,7 @@
 check_PROGRAMS += tests/check_pool
 TESTS += tests/check_pool
 tests_check_pool_SOURCES = \
-	tests/check_pool_main.c tests/check_pool.h \
+	tests/check_pool_main.c tests/pool_fixtures.c tests/check_pool.h \
 	tests/check_sizeclass.c tests/check_pagemap.c tests/check_pageheap.c \
 	tests/check_central.c tests/check_tcache.c
 tests_check_pool_CFLAGS = $(TEST_CFLAGS)
@@ -34,3 +34,21 @@ tests_check_override_CFLAGS = $(TEST_CFLAGS) -fno-builtin
 tests_check_override_LDADD = shm/libshmpool_override.la shm/libshmpool_core.la $(CHECK_LIBS)
 tests_prefork_SOURCES = tests/prefork.c tests/pattern.h
 # --- end of the contract, stress, fork and preload tests --------------------
+
+# The suites that need crash points, in a program of their own so that a
+# build without them reports a skip (exit 77) rather than nothing.
+check_PROGRAMS += tests/check_crashpoints
+TESTS += tests/check_crashpoints
+tests_check_crashpoints_SOURCES = tests/check_crashpoints_main.c tests/pool_fixtures.c \
+	tests/check_pool.h tests/check_crash.c tests/check_recovery.c tests/pattern.h
+tests_check_crashpoints_CFLAGS = $(TEST_CFLAGS)
+tests_check_crashpoints_LDADD = shm/libshmpool_core.la $(CHECK_LIBS)
+
+# The crash fuzzer: every crash point on heaps of real shapes (debug builds;
+# it reports itself skipped elsewhere).  make check runs its bounded pass.
+check_PROGRAMS += tests/crashfuzz
+TESTS += tests/crashfuzz tests/crashpoints.sh
+EXTRA_DIST += tests/crashpoints.sh
+tests_crashfuzz_SOURCES = tests/crashfuzz.c tests/pattern.h
+tests_crashfuzz_CFLAGS = $(AM_CFLAGS)
+tests_crashfuzz_LDADD = shm/libshmpool_core.la

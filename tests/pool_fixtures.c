@@ -1,0 +1,79 @@
+/* The fixtures and process helpers the pool's suites share (check_pool.h),
+ * in tests/check_pool and tests/check_crashpoints alike. */
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include "check_pool.h"
+#include "pool-internal.h"
+
+void pool_test_create(void)
+{
+    int rc = pool_create(POOL_TEST_HEAP);
+    ck_assert_msg(rc == 0, "pool_create: %d", rc);
+}
+
+void pool_test_create_attach(void)
+{
+    pool_test_create();
+    int rc = pool_attach();
+    ck_assert_msg(rc == 0, "pool_attach: %d", rc);
+}
+
+void pool_test_destroy(void)
+{
+    pool_detach();
+    pool_destroy_();
+}
+
+void pool_test_assert_consistent(void)
+{
+    char msg[256];
+    int rc = pool_check(msg, sizeof msg);
+    ck_assert_msg(rc == 0, "pool_check: %s", msg);
+}
+
+pool_usage_t pool_test_assert_bytes_add_up(void)
+{
+    pool_usage_t u;
+
+    pool_usage(&u);
+    ck_assert_msg(u.in_use + u.cached + u.free == u.used,
+                  "in use %zu + cached %zu + free %zu != used %zu", u.in_use, u.cached, u.free,
+                  u.used);
+    return u;
+}
+
+void pool_test_assert_settled(size_t in_use)
+{
+    pool_test_assert_consistent();
+    pool_usage_t u = pool_test_assert_bytes_add_up();
+    ck_assert_msg(u.in_use == in_use, "%zu bytes in use, expected %zu", u.in_use, in_use);
+}
+
+int pool_test_wait(pid_t pid)
+{
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        ck_assert_int_eq(errno, EINTR);
+    return status;
+}
+
+void pool_test_assert_exit0(pid_t pid, const char *who)
+{
+    int status = pool_test_wait(pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s ended with status %#x",
+                  who, status);
+}
+
+void pool_test_assert_killed(pid_t pid, const char *who)
+{
+    int status = pool_test_wait(pid);
+    ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+                  "%s was not killed (status %#x)", who, status);
+}
+
