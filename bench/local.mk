@@ -2,7 +2,7 @@
 include bench/pool.mk
 
 # kill-soak: SIGKILLs workers under wrk load and reports what recovery costs.
-EXTRA_DIST += bench/kill-soak
+EXTRA_DIST += bench/kill-soak bench/kill-soak.lua
 
 # faultcost: what a minor page fault costs here, for the report's account
 # of a shared heap's first touches.
