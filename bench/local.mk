@@ -16,3 +16,9 @@ noinst_PROGRAMS += bench/nreq
 bench_nreq_SOURCES = bench/nreq.c
 EXTRA_DIST += bench/ab bench/ab-wrk.lua bench/ab-plot.gp
 # --- end bench/ab ---
+
+# forkcost: what fork() costs an attached process per MiB of arena in use
+# (the child's private copy), against glibc's copy-on-write.
+noinst_PROGRAMS += bench/forkcost
+bench_forkcost_SOURCES = bench/forkcost.c
+bench_forkcost_LDADD = shm/libshmpool_core.la

@@ -7,16 +7,17 @@
  * gives the calling thread a slot; other threads of an attached process take
  * a slot at their first allocation and give it back when they exit.
  *
- * Fork: the child of an attached process drops its copied thread cache
- * without flushing it (the objects still belong to the parent's cache) and
- * becomes "forked": its frees of arena pointers are ignored and counted.
- * The arena is MAP_SHARED, so such a child would write into the parent's
- * objects if it wrote to what it inherited.  Programs that know the pool
- * (poold) simply do not; for programs that do not know it (libshmpool.so in
- * SHMPOOL_MODE=process) the child replaces the used part of the arena with a
- * private copy -- what copy-on-write gives any other heap -- while the parent
- * waits in its atfork handler so that the copy is the state at fork.  Such a
- * child no longer maps the shared arena and cannot attach to it.
+ * Fork: a MAP_SHARED page is not copied on write, so the child of an
+ * attached process would write straight into its parent's live objects.
+ * Instead the child replaces the whole arena mapping with a private copy
+ * of what it inherited -- the tier state, the span descriptors, the page
+ * map and the pages of every span in use -- what copy-on-write gives any
+ * other heap, while the parent waits in its atfork handler so that the
+ * copy is the state at fork.  The child then drops its copied thread cache
+ * and becomes "forked": it serves new allocations from its private heap,
+ * ignores (and counts) frees of what it inherited, and cannot attach to
+ * the shared arena, which it no longer maps.  This holds in every mode and
+ * in poold.  posix_spawn and vfork run no fork handlers and copy nothing.
  */
 #include "pool-internal.h"
 
@@ -34,8 +35,7 @@ __thread pool_tcache_sh_t *pool_tls_tcache_
 
 static int proc_slot = -1;          /* slot taken by pool_attach() */
 static bool attach_children;        /* SHMPOOL_MODE=children */
-static bool fork_copies;            /* children of an attached process copy */
-static bool arena_copied;           /* this process holds such a copy */
+static bool arena_copied;           /* a forked child: the arena is a private copy */
 static pthread_key_t thread_key;    /* destructor gives the slot back */
 static pthread_once_t once_handlers = PTHREAD_ONCE_INIT;
 static bool handlers_ok;
@@ -179,13 +179,21 @@ static void thread_exit(void *arg)
         slot_release(slot);
 }
 
-static int fork_gate[2] = { -1, -1 };
+/* The forking thread's gate: the parent waits on it until the child has
+ * copied the arena. */
+static __thread int fork_gate[2] = { -1, -1 };
 
 static void fork_prepare(void)
 {
-    if (!fork_copies || pool_proc_state_ != POOL_PROC_ATTACHED ||
-        pool_prim_gate_open_(fork_gate) != 0)
+    fork_gate[0] = fork_gate[1] = -1;
+    if (pool_proc_state_ != POOL_PROC_ATTACHED)
+        return;
+    int rc = pool_prim_gate_open_(fork_gate);
+    if (rc != 0) {
         fork_gate[0] = fork_gate[1] = -1;
+        pool_error_(rc, "fork: cannot wait for the child's copy of the arena; objects the "
+                        "parent changes meanwhile may reach the child changed");
+    }
 }
 
 static void fork_parent(void)
@@ -196,34 +204,67 @@ static void fork_parent(void)
     fork_gate[0] = fork_gate[1] = -1;
 }
 
-/* Turn [p, p+len) into a private copy, rounded out to OS pages. */
-static int privatize(const void *p, size_t len)
-{
-    uintptr_t os = pool_prim_os_page_size_();
-    uintptr_t lo = (uintptr_t)p & ~(os - 1);
-    uintptr_t hi = ((uintptr_t)p + len + os - 1) & ~(os - 1);
-    return hi > lo ? pool_prim_privatize_((void *)lo, hi - lo) : 0;
-}
-
-/* The child's copy of everything it may read: the header and tier state,
- * and the spans, page map and data pages carved so far. */
-static void privatize_arena(void)
+/* The child's private copy of everything it may read of what it
+ * inherited: the header and tier state, the span descriptors and page map
+ * of the carved pages, and the pages of every span in use (free spans'
+ * bytes mean nothing).  Other processes go on changing the shared arena
+ * while the child copies; none of them can change a span the parent holds
+ * while it waits, so the parent's objects are copied whole.  A descriptor
+ * caught mid-change makes the walk copy page by page until the next one
+ * that starts a span.  One mapping replaces the whole arena in a single
+ * step, so nothing of the shared one stays mapped.  Costs a copy of the
+ * bytes in use (see libshmpool(7)); the pages left out read as zero. */
+static int copy_arena(void)
 {
     pool_arena_t *a = &pool_arena_;
-    uint32_t carved = a->ph->carved;
-    int rc = privatize(a->hdr, a->hdr->off_slots);
-    if (rc == 0)
-        rc = privatize(a->spans, sizeof(pool_span_sh_t) * carved);
-    if (rc == 0)
-        rc = privatize(a->pm_class, carved);
-    if (rc == 0)
-        rc = privatize(a->pm_span, sizeof(uint32_t) * carved);
-    if (rc == 0)
-        rc = privatize((void *)a->data, (size_t)carved << POOL_PAGE_SHIFT);
+    pool_header_sh_t *h = a->hdr;
+    void *m;
+    int rc = pool_prim_map_private_(h->size, &m);
     if (rc != 0)
-        pool_error_(rc, "forked child %d could not copy the arena; it shares its parent's objects",
-                    pool_prim_getpid_());
-    arena_copied = true;
+        return rc;
+    char *dst = m;
+    const char *src = (const char *)h;
+    uint32_t carved = pool_atomic_load_acquire(&a->ph->carved);
+    if (carved > a->npages)
+        carved = a->npages;
+    memcpy(dst, src, h->off_slots);
+    memcpy(dst + h->off_spans, src + h->off_spans, sizeof(pool_span_sh_t) * carved);
+    memcpy(dst + h->off_pm_class, src + h->off_pm_class, carved);
+    memcpy(dst + h->off_pm_span, src + h->off_pm_span, sizeof(uint32_t) * carved);
+    /* Runs of pages in use are copied whole: [run, p) so far. */
+    uint32_t run = 0;
+    for (uint32_t p = 0; p <= carved;) {
+        uint32_t n = 1;
+        bool is_free = p == carved;
+        if (p < carved) {
+            const pool_span_sh_t *s = &a->spans[p];
+            n = pool_atomic_load_relaxed(&s->npages);
+            is_free = pool_atomic_load_relaxed(&s->state) == POOL_SPAN_FREE;
+            if (pool_atomic_load_relaxed(&s->start) != p || n == 0 || n > carved - p) {
+                n = 1;
+                is_free = false;
+            }
+        }
+        if (is_free) {
+            if (p > run) {
+                size_t off = h->off_data + ((size_t)run << POOL_PAGE_SHIFT);
+                pool_prim_copy_(dst + off, src + off, (size_t)(p - run) << POOL_PAGE_SHIFT);
+            }
+            run = p + n;
+        }
+        p += n;
+    }
+    rc = pool_prim_move_(m, h, h->size);
+    if (rc != 0) {
+        pool_prim_unmap_(m, h->size);
+        return rc;
+    }
+    /* The copy is this process's alone: its locks may be made afresh
+     * (one another process held at fork would never be given back). */
+    pool_lock_init_(&a->ph->lock, POOL_LOCK_PAGEHEAP);
+    for (unsigned cls = 0; cls < POOL_NCLASSES; cls++)
+        pool_lock_init_(&a->central[cls].lock, POOL_LOCK_CENTRAL);
+    return 0;
 }
 
 static void fork_child(void)
@@ -231,11 +272,16 @@ static void fork_child(void)
     pool_tls_exited_ = false;
     pool_self_pid_ = 0;
     if (pool_proc_state_ == POOL_PROC_ATTACHED) {
+        int rc = copy_arena();
         if (fork_gate[0] >= 0) {
-            privatize_arena();
             pool_prim_gate_release_(fork_gate);
             fork_gate[0] = fork_gate[1] = -1;
         }
+        /* Going on would write into the parent's objects. */
+        if (rc != 0)
+            pool_fatal_("forked child %d could not copy the arena (error %d); it would share "
+                        "its parent's objects", pool_prim_getpid_(), rc);
+        arena_copied = true;
         /* Drop, never flush: the parent still owns these objects. */
         pool_tls_tcache_ = &pool_empty_tcache_;
         pthread_setspecific(thread_key, NULL);
@@ -417,9 +463,9 @@ void pool_attach_children_(void)
     attach_children = true;
 }
 
-void pool_fork_copies_(bool on)
+bool pool_arena_copied_(void)
 {
-    fork_copies = on;
+    return arena_copied;
 }
 
 bool pool_attached(void)

@@ -270,7 +270,9 @@ int pool_check(char *msg, size_t cap)
     pool_arena_t *a = &pool_arena_;
     if (cap > 0)
         msg[0] = '\0';
-    if (a->hdr == NULL)
+    /* A forked child's copy was taken while other processes went on: it
+     * is the child's private heap of inherited objects, not an arena. */
+    if (a->hdr == NULL || pool_arena_copied_())
         return 0;
     if (a->hdr->magic != POOL_MAGIC || a->hdr->version != pool_layout_version_()) {
         fail(&c, "arena header: bad magic or layout version");

@@ -377,11 +377,10 @@ pool_tcache_sh_t *pool_thread_setup_(void);
 /* Make every child forked from now on attach in the atfork child handler
  * (SHMPOOL_MODE=children). */
 void pool_attach_children_(void);
-/* Make children forked by this (attached) process replace the arena in use
- * with a private copy, so that they cannot write into the parent's objects
- * (SHMPOOL_MODE=process, where the program does not know the pool).  Such a
- * child cannot attach (ENOENT). */
-void pool_fork_copies_(bool on);
+/* True in a forked child of an attached process, whose arena is a private
+ * copy: nothing in it is shared, so reaps and repairs have nothing to do
+ * and checks nothing to check. */
+bool pool_arena_copied_(void);
 /* True when p is inside this process's arena mapping (data pages). */
 static inline bool pool_in_arena(const void *p)
 {

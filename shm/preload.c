@@ -69,9 +69,6 @@ __attribute__((constructor)) static void preload_init(void)
         pool_attach_children_();
         return;
     }
-    /* The program forks as if its heap were private: give its children
-     * a copy of the arena, as copy-on-write would. */
-    pool_fork_copies_(true);
     rc = pool_attach();
     if (rc != 0)
         pool_error_(rc, "cannot attach to the arena; staying private");

@@ -83,7 +83,7 @@ int pool_repair(unsigned *recovered)
     pool_arena_t *a = &pool_arena_;
     if (recovered != NULL)
         *recovered = 0;
-    if (a->hdr == NULL)
+    if (a->hdr == NULL || pool_arena_copied_())
         return ENOENT;
     uint64_t before = pool_atomic_load_relaxed(&a->crash->xrecoveries);
     /* One deadline for all: past it, a free lock is still taken at once,
@@ -100,7 +100,7 @@ int pool_repair(unsigned *recovered)
 pid_t pool_lock_stalled(unsigned min_ms)
 {
     pool_arena_t *a = &pool_arena_;
-    if (a->hdr == NULL)
+    if (a->hdr == NULL || pool_arena_copied_())
         return 0;
     uint64_t now = pool_prim_now_coarse_ns_(), bound = (uint64_t)min_ms * 1000000u;
     for (unsigned i = 0; i < 1 + POOL_NCLASSES; i++) {
@@ -271,7 +271,7 @@ int pool_reap(pid_t pid, pool_reap_report_t *out)
     memset(r, 0, sizeof *r);
     r->pid = pid;
     pool_arena_t *a = &pool_arena_;
-    if (a->hdr == NULL)
+    if (a->hdr == NULL || pool_arena_copied_())
         return ENOENT;
     if (pid <= 0)
         return ESRCH;

@@ -1,9 +1,9 @@
 /* Fork of an attached process.  The child inherits a copy of the parent's
  * thread cache, whose objects the parent will go on handing out: the child
  * must drop that copy and detach, must ignore (and count) frees of the
- * parent's blocks, and after attaching again must allocate only what nobody
- * else holds.  Patterns in every block prove it.  Entry point:
- * make_fork_suite().
+ * parent's blocks, must see them as a private copy that neither side's
+ * writes cross, and may never allocate what somebody else holds.  Patterns
+ * in every block prove it.  Entry point: make_fork_suite().
  */
 #include "config.h"
 
@@ -337,6 +337,54 @@ START_TEST(test_fork_child_frees_ignored)
 }
 END_TEST
 
+/* The fork contract: after fork both sides write every inherited block
+ * with their own pattern at the same time, and each reads back only its
+ * own, as with any heap; a child's own child (forked from the private
+ * copy) too. */
+static bool write_then_verify(unsigned n, int who, volatile int *mine, volatile int *theirs)
+{
+    for (unsigned i = 0; i < n; i++)
+        pattern_fill(parent_blocks[i].p, 0, parent_blocks[i].size, seed_of(who, i));
+    *mine = 1;
+    if (!wait_flag(theirs))
+        return false;
+    return find_broken(parent_blocks, n, who) < 0;
+}
+
+START_TEST(test_fork_both_write)
+{
+    fork_sh_t *sh = fork_map();
+    ck_assert(alloc_blocks(parent_blocks, PARENT_LIVE, 1));
+    pid_t pid = fork();
+    ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        if (find_broken(parent_blocks, PARENT_LIVE, 1) >= 0)
+            child_fail(sh, "the child's copy differs from the parent's blocks at fork");
+        /* The grandchild writes too, from a copy of the copy. */
+        pid_t g = fork();
+        if (g == 0) {
+            for (unsigned i = 0; i < PARENT_LIVE; i++)
+                pattern_fill(parent_blocks[i].p, 0, parent_blocks[i].size, seed_of(5, i));
+            _exit(find_broken(parent_blocks, PARENT_LIVE, 5) < 0 ? 0 : 1);
+        }
+        int status;
+        if (g < 0 || waitpid(g, &status, 0) != g || !WIFEXITED(status) ||
+            WEXITSTATUS(status) != 0)
+            child_fail(sh, "the grandchild's own writes did not hold");
+        if (!write_then_verify(PARENT_LIVE, 2, &sh->child_ready, &sh->parent_ready))
+            child_fail(sh, "the parent's writes reached the child's copy");
+        _exit(0);
+    }
+    ck_assert_msg(write_then_verify(PARENT_LIVE, 3, &sh->parent_ready, &sh->child_ready),
+                  "the child's writes reached the parent's blocks: %s", sh->why);
+    wait_child(pid, sh);
+    ck_assert_int_lt(find_broken(parent_blocks, PARENT_LIVE, 3), 0);
+    free_blocks(parent_blocks, PARENT_LIVE);
+    pool_test_assert_consistent();
+    munmap(sh, sizeof *sh);
+}
+END_TEST
+
 /* The fork suite: an attached parent forks a child that allocates, frees
  * and possibly attaches again.  Returns a new Suite for srunner_add_suite(). */
 Suite *make_fork_suite(void)
@@ -348,6 +396,7 @@ Suite *make_fork_suite(void)
     tcase_add_test(tc, test_fork_no_double_handout);
     tcase_add_test(tc, test_fork_child_attaches_again);
     tcase_add_test(tc, test_fork_child_frees_ignored);
+    tcase_add_test(tc, test_fork_both_write);
     suite_add_tcase(s, tc);
     return s;
 }

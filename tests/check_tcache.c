@@ -243,7 +243,6 @@ END_TEST
 
 START_TEST(test_fork_child_detaches)
 {
-    pool_fork_copies_(true);
     char *p = pool_malloc(500);
     pattern_fill(p, 0, 500, 1);
     pid_t pid = fork();

@@ -51,18 +51,29 @@ int pool_prim_remove_(void *p, size_t size)
     return madvise(p, size, MADV_REMOVE) == 0 ? 0 : errno;
 }
 
-int pool_prim_privatize_(void *p, size_t size)
+int pool_prim_map_private_(size_t size, void **out)
 {
-    void *copy = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (copy == MAP_FAILED)
+    void *m = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED)
         return errno;
-    memcpy(copy, p, size);
-    if (mremap(copy, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, p) == MAP_FAILED) {
-        int err = errno;
-        munmap(copy, size);
-        return err;
-    }
+    *out = m;
     return 0;
+}
+
+void pool_prim_copy_(void *dst, const void *src, size_t len)
+{
+#ifdef MADV_POPULATE_WRITE
+    /* Before Linux 5.14 these fail with EINVAL, and the copy faults. */
+    madvise((void *)src, len, MADV_POPULATE_READ);
+    madvise(dst, len, MADV_POPULATE_WRITE);
+#endif
+    memcpy(dst, src, len);
+}
+
+int pool_prim_move_(void *from, void *to, size_t size)
+{
+    return mremap(from, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, to) == MAP_FAILED ? errno : 0;
 }
 
 int pool_prim_gate_open_(int fds[2])

@@ -19,9 +19,16 @@ int pool_prim_unmap_(void *p, size_t size);
 /* Give [p, p+size) back to the OS (MADV_REMOVE: on shared memory this frees
  * the pages for every process and they read back as zero). */
 int pool_prim_remove_(void *p, size_t size);
-/* Replace [p, p+size) (page-aligned, inside a shared mapping) by a private
- * copy of its current contents, at the same address. */
-int pool_prim_privatize_(void *p, size_t size);
+/* Map size bytes of private anonymous memory, MAP_NORESERVE (zero until
+ * written).  *out gets the address. */
+int pool_prim_map_private_(size_t size, void **out);
+/* memcpy of len bytes (page-aligned) between two mappings, mapping the
+ * pages of both in one call each first: a page-by-page fault on either
+ * side costs more than the copy. */
+void pool_prim_copy_(void *dst, const void *src, size_t len);
+/* Move the mapping [from, from+size) to `to`, replacing whatever was
+ * mapped there, in one step (mremap). */
+int pool_prim_move_(void *from, void *to, size_t size);
 /* A fork gate: the parent opens it before fork, waits after fork until the
  * child has released it (or died); the child releases it. */
 int pool_prim_gate_open_(int fds[2]);
