@@ -11,6 +11,7 @@ from .arms import Arm, Resolved, binary, region_stats
 from .callgrind import callgrind_functions, callgrind_total, ir_split
 from .cells import cpu_requests, timed_cells
 from .common import AbError, log, write_csv
+from .footprint import MEMORY_FIELDS, memory_row
 from .servers import Server, busy_share, cpu_jiffies, nreq, wrk
 
 RUN_FIELDS = ["workload", "conc", "arm", "run", "rps", "requests", "p50_us", "p99_us",
@@ -41,8 +42,9 @@ def rotated(servers, k):
 
 def timed_pass(a, arms, nreq_bin, tmpdir, out):
     """Every cell: all arms cold, warm-up, runs interleaved (the order
-    rotated each round), then the fixed counts likewise."""
-    runs, cpus = [], []
+    rotated each round), then the fixed counts likewise, then each arm's
+    footprint."""
+    runs, cpus, memory = [], [], []
     tick_us = 1e6 / os.sysconf("SC_CLK_TCK")
     for cell in timed_cells(a, arms):
         workload, conc = cell.workload, cell.conc
@@ -85,11 +87,13 @@ def timed_pass(a, arms, nreq_bin, tmpdir, out):
                                      cpu_us_per_req=f"{(t1 - t0) * tick_us / n:.3f}",
                                      sched_us_per_req=f"{(ns1 - ns0) / 1e3 / n:.3f}",
                                      minflt=f1 - f0, minflt_per_req=f"{(f1 - f0) / n:.5f}"))
+            memory += [memory_row(cell, arm, s) for arm, s in servers.items()]
         finally:
             for s in servers.values():
                 s.stop()
         write_csv(os.path.join(out, "runs.csv"), runs, RUN_FIELDS)
         write_csv(os.path.join(out, "cpu.csv"), cpus, CPU_FIELDS)
+        write_csv(os.path.join(out, "memory.csv"), memory, MEMORY_FIELDS)
 
 
 def ir_pass(a, arms, nreq_bin, tmpdir, out):

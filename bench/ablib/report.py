@@ -167,6 +167,34 @@ def region_section(d, st, cells, cpus, irs):
     return L
 
 
+def mib(kb):
+    return f"{kb / 1024:.1f}" if kb == kb else "n/a"
+
+
+def memory_section(memory):
+    """The footprints after each cell of the timed pass."""
+    if not memory:
+        return []
+    L = ["## Memory footprint", "",
+         "The whole server's memory: the sum of PSS (`/proc/PID/smaps_rollup`) over the "
+         "master and the workers. PSS divides a page among the processes that map it, so "
+         "the pool's shared arena counts once; `anon` is private memory (the private "
+         "heaps), `shmem` the shared arena, `file` the binaries and libraries.", ""]
+    if memory:
+        base = {(r["workload"], r["conc"]): float(r["pss_kb"]) for r in memory
+                if r["arm"] == "B"}
+        rows = [[r["workload"], r["conc"], r["arm"], r["procs"], mib(float(r["pss_kb"])),
+                 mib(float(r["pss_anon_kb"])), mib(float(r["pss_shmem_kb"])),
+                 mib(float(r["pss_file_kb"])), mib(float(r["lazyfree_kb"])),
+                 f"{ratio(float(r['pss_kb']), base[(r['workload'], r['conc'])]):.3f}"
+                 if (r["workload"], r["conc"]) in base else "n/a"] for r in memory]
+        L += ["After each cell of the timed pass (its timed runs and fixed counts), "
+              "MiB:", "",
+              md_table(["workload", "conc", "arm", "processes", "PSS", "anon", "shmem", "file",
+                        "of it lazy free", "÷ B"], rows), ""]
+    return L
+
+
 def cpu_medians(rows):
     """One row per workload, concurrency and arm from cpu.csv's samples:
     the median of each per-request figure, and the spread of the run time
@@ -386,10 +414,14 @@ def report(d):
                 L.append(f"![per-class {metric}]({png})")
         L.append("")
 
+    memory = read_csv(os.path.join(d, "memory.csv"))
+    L += memory_section(memory)
+
     L += ["## Files", "",
           "`runs.csv` (every timed wrk run), `cpu.csv` (fixed-count CPU and faults), "
           "`ir.csv` and `ir-functions.csv` (callgrind), `stats.csv` and `classes.csv` (stats pass), "
-          "`machine.json`, `settings.json`, `plot-*.dat` (plot data).", ""]
+          + ("`memory.csv` (footprint after each cell), " if memory else "")
+          + "`machine.json`, `settings.json`, `plot-*.dat` (plot data).", ""]
     with open(os.path.join(d, "report.md"), "w") as f:
         f.write("\n".join(L))
     return "\n".join(L)

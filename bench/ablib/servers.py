@@ -50,6 +50,7 @@ class Server:
             with open(self.errpath) as f:
                 tail = f.read().strip().splitlines()[-3:]
             raise AbError(f"poold ({tag}) did not start: {' | '.join(tail)}")
+        self.master = int(m.group(1))
         self.allocator = m.group(2)
         self.pids = [int(x) for x in m.group(4).split(",")]
         self.port = int(m.group(6))
