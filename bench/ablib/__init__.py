@@ -12,7 +12,8 @@ bench/ab is the command line; what it runs lives here, one concern a module:
                the allocator or the region
   passes.py    the timed pass with its fixed counts, the callgrind pass,
                the stats pass
-  footprint.py the whole server's PSS after each cell
+  footprint.py the whole server's PSS: after each cell, and over time in
+               the skewed-burst pass
   meta.py      machine.json and settings.json: what ran, where, how
   plots.py     the gnuplot PNGs
   report.py    report.md from a results directory, and bench/REPORT.md

@@ -46,7 +46,7 @@ def machine(a):
 def settings(a, arms, missing, started, finished):
     return {
         "arms": {k: {"binary": os.path.relpath(v.binary, TOP), "preload": v.preload,
-                     "flags": list(v.arm.flags)}
+                     "flags": list(v.arm.flags), "env": dict(v.arm.env)}
                  for k, v in arms.items()},
         "missing": missing,
         "workloads": a.workloads, "conc": a.conc,
@@ -56,6 +56,9 @@ def settings(a, arms, missing, started, finished):
         "cpu_requests": {w: cpu_requests(a, w) for w in a.workloads},
         "ir_requests": a.ir_requests, "ir_conc": a.ir_conc,
         "stats_requests": a.stats_requests, "arm_order": "rotated",
+        "burst": {"workers": a.burst_workers, "scale": a.burst_scale,
+                  "requests": a.burst_requests, "period_s": a.burst_period,
+                  "settle_s": a.burst_settle, "trickle_rps": a.burst_trickle},
         "budget_min": a.budget, "skip": a.skip,
         "started": started, "finished": finished,
         "command": "bench/ab " + " ".join(sys.argv[1:]),

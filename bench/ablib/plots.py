@@ -1,6 +1,7 @@
 """The gnuplot PNGs of a report: requests/s and p99 against concurrency per
-workload, and the stats pass's central fetches and contention per size
-class.  bench/ab-plot.gp draws them from whitespace tables (plot-*.dat)."""
+workload, the stats pass's central fetches and contention per size class,
+and the skewed burst's footprint against time.  bench/ab-plot.gp draws them
+from whitespace tables (plot-*.dat)."""
 
 import os
 import shutil
@@ -18,7 +19,8 @@ def plot(gp, data_path, png, title, ylabel, kind):
     return True
 
 
-def make_plots(d, cells, arms, workloads, concs, class_rows):
+def make_plots(d, cells, arms, workloads, concs, class_rows, footprint, title):
+    """footprint: footprint.series() of the burst pass, drawn under title."""
     gp = os.path.join(HERE, "ab-plot.gp")
     if shutil.which("gnuplot") is None:
         log("gnuplot not found (Debian package gnuplot-nox): report without plots")
@@ -73,4 +75,18 @@ def make_plots(d, cells, arms, workloads, concs, class_rows):
             if plot(gp, dat, os.path.join(d, png),
                     f"stats pass, c={c0}: {ylabel} by size class", ylabel, "bars"):
                 pngs.append(("classes", metric, png))
+    if footprint:
+        # One line per arm on the samples' common time grid.
+        times = sorted({p[0] for pts in footprint.values() for p in pts})
+        at = {arm: {p[0]: p[3] for p in pts} for arm, pts in footprint.items()}
+        dat = os.path.join(d, "plot-footprint.dat")
+        with open(dat, "w") as f:
+            f.write("seconds " + " ".join(f'"{arm}"' for arm in footprint) + "\n")
+            for t in times:
+                f.write(f"{t:.2f} " + " ".join(
+                    f"{at[arm][t] / 1024:.3f}" if t in at[arm] else "NaN"
+                    for arm in footprint) + "\n")
+        if plot(gp, dat, os.path.join(d, "footprint.png"), title,
+                "whole server, sum of PSS, MiB", "time"):
+            pngs.append(("burst", "footprint", "footprint.png"))
     return pngs

@@ -9,6 +9,7 @@ import statistics
 from .callgrind import ir_split
 from .cells import WORKLOADS
 from .common import HERE, read_csv
+from .footprint import BASELINE_S, figures, series
 from .plots import make_plots
 
 ANALYSIS_BEGIN = "<!-- analysis: begin (hand-written; bench/ab keeps this block) -->"
@@ -171,9 +172,16 @@ def mib(kb):
     return f"{kb / 1024:.1f}" if kb == kb else "n/a"
 
 
-def memory_section(memory):
-    """The footprints after each cell of the timed pass."""
-    if not memory:
+def burst_title(b):
+    """The footprint plot's title: the scenario in a line."""
+    return (f"skewed burst: {b['workers']} workers, each in turn {b['requests']} x "
+            f"/heavy?n={b['scale']}, {b['period_s']} s apart from {BASELINE_S:g} s")
+
+
+def memory_section(memory, footprint, burst, pngs):
+    """The footprints: after each cell of the timed pass, and over the
+    skewed burst."""
+    if not memory and not footprint:
         return []
     L = ["## Memory footprint", "",
          "The whole server's memory: the sum of PSS (`/proc/PID/smaps_rollup`) over the "
@@ -192,6 +200,52 @@ def memory_section(memory):
               "MiB:", "",
               md_table(["workload", "conc", "arm", "processes", "PSS", "anon", "shmem", "file",
                         "of it lazy free", "÷ B"], rows), ""]
+    if footprint and burst:
+        b = burst[0]
+        workers = int(b["workers"])
+        L += ["### Skewed burst", "",
+              f"{workers} workers, each with {b['conns']} keep-alive connections of its own "
+              "(pinned by asking `/` which worker accepted). From "
+              f"{BASELINE_S:g} s, every {b['period_s']} s the next worker gets "
+              f"{b['requests']} requests for `/heavy?n={b['scale']}` over its connections "
+              f"and goes quiet; {b['settle_s']} s of quiet follow the last burst. "
+              + (f"Throughout, every worker gets plain `/heavy` at {b['trickle_rps']} "
+                 "requests/s on a connection of its own, the light load that enters an "
+                 "allocator whose decay runs only when it is called. "
+                 if int(b.get("trickle_rps") or 0) else "No other load. ")
+              + "Sampled "
+              f"every {float(b['sample_s']) * 1000:.0f} ms. *after wN* is the last sample "
+              "before the next burst (or the settle time) begins; *settled* the last "
+              "sample. A private heap keeps each worker's peak; a shared heap can serve "
+              "the next worker's burst from the pages the previous one freed.", ""]
+        fig = {arm: figures(pts) for arm, pts in footprint.items()}
+        arena = {r["arm"]: r for r in burst}
+        ref = fig.get("B")
+        rows = []
+        for arm, f in fig.items():
+            ar = arena.get(arm, {})
+            rows.append([arm, mib(f["baseline"]), f"{mib(f['peak'])} ({f['peak_t']:.2f} s)"]
+                        + [mib(f["left"].get(str(w), float("nan"))) for w in range(workers)]
+                        + [mib(f["settled"]), mib(f["settled_lazyfree"]),
+                           # + 0.0 turns a rounded -0.0 into 0.0
+                           f"{round((f['settled'] - f['baseline']) / 1024, 1) + 0.0:+.1f}",
+                           f"{ratio(f['peak'], ref['peak']):.3f}" if ref else "n/a",
+                           f"{ratio(f['settled'], ref['settled']):.3f}" if ref else "n/a",
+                           (f"{mib(float(ar['arena_used_kb']))} / "
+                            f"{mib(float(ar['arena_returned_kb']))}")
+                           if ar.get("arena_used_kb") else "—"])
+        L += ["MiB:", "",
+              md_table(["arm", "baseline", "peak (at)"]
+                       + [f"after w{w}" for w in range(workers)]
+                       + ["settled", "of it lazy free", "settled − baseline", "peak ÷ B",
+                          "settled ÷ B", "arena used / returned"], rows), "",
+              "*of it lazy free*: `LazyFree`, memory given back with `MADV_FREE`, which "
+              "stays resident (and in PSS) until the kernel needs it. *arena used / "
+              "returned*: the pool's own count at the end (`/stats`): pages carved from "
+              "the arena, and of those the ones given back with `MADV_REMOVE`.", ""]
+        for pw, metric, png in pngs:
+            if pw == "burst":
+                L += [f"![footprint against time]({png})", ""]
     return L
 
 
@@ -227,7 +281,10 @@ def report(d):
     class_rows = read_csv(os.path.join(d, "classes.csv"))
     arms = list(st["arms"])
     cells = cells_from_runs(runs)
-    pngs = make_plots(d, cells, arms, st["workloads"], st["conc"], class_rows)
+    footprint = series(read_csv(os.path.join(d, "footprint.csv")))
+    burst = read_csv(os.path.join(d, "burst.csv"))
+    pngs = make_plots(d, cells, arms, st["workloads"], st["conc"], class_rows, footprint,
+                      burst_title(burst[0]) if burst else "")
     name = os.path.basename(d.rstrip("/"))
 
     L = [f"# poold A/B: {name}", ""]
@@ -415,12 +472,13 @@ def report(d):
         L.append("")
 
     memory = read_csv(os.path.join(d, "memory.csv"))
-    L += memory_section(memory)
+    L += memory_section(memory, footprint, burst, pngs)
 
     L += ["## Files", "",
           "`runs.csv` (every timed wrk run), `cpu.csv` (fixed-count CPU and faults), "
           "`ir.csv` and `ir-functions.csv` (callgrind), `stats.csv` and `classes.csv` (stats pass), "
           + ("`memory.csv` (footprint after each cell), " if memory else "")
+          + ("`footprint.csv` and `burst.csv` (skewed burst), " if burst else "")
           + "`machine.json`, `settings.json`, `plot-*.dat` (plot data).", ""]
     with open(os.path.join(d, "report.md"), "w") as f:
         f.write("\n".join(L))
