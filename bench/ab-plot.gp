@@ -2,7 +2,8 @@
 # row names the columns (x, then one column per series) and calls
 #   gnuplot -e "data='F.dat'; out='F.png'; ttl='...'; ylab='...'; kind='lines'" ab-plot.gp
 # kind=lines: one line per series against concurrency (log x, since the
-# ladder is 50, 200, 1000); kind=bars: clustered bars per size class.
+# ladder is 50, 200, 1000); kind=bars: clustered bars per size class;
+# kind=time: one line per series against seconds (the footprint's samples).
 
 set terminal pngcairo size 900,520 font ",10"
 set output out
@@ -14,15 +15,22 @@ set yrange [0:*]
 set datafile missing "NaN"
 ncols = system(sprintf("head -n 1 '%s' | wc -w", data)) + 0
 
+# gnuplot 5.4 has no "else if": the other kinds nest.
 if (kind eq "lines") {
     set xlabel "connections"
     set logscale x
     plot for [i=2:ncols] data using 1:i:xtic(1) with linespoints lw 2 pt 7 title columnheader(i)
 } else {
-    set xlabel "size class, bytes"
-    set style data histograms
-    set style histogram clustered gap 1
-    set style fill solid 0.8 border -1
-    set xtics rotate by -45
-    plot for [i=2:ncols] data using i:xtic(1) title columnheader(i)
+    if (kind eq "time") {
+        set xlabel "seconds"
+        set grid xtics
+        plot for [i=2:ncols] data using 1:i with lines lw 2 title columnheader(i)
+    } else {
+        set xlabel "size class, bytes"
+        set style data histograms
+        set style histogram clustered gap 1
+        set style fill solid 0.8 border -1
+        set xtics rotate by -45
+        plot for [i=2:ncols] data using i:xtic(1) title columnheader(i)
+    }
 }

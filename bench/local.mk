@@ -15,6 +15,10 @@ bench_faultcost_SOURCES = bench/faultcost.c
 noinst_PROGRAMS += bench/nreq
 bench_nreq_SOURCES = bench/nreq.c
 EXTRA_DIST += bench/ab bench/ab-wrk.lua bench/ab-plot.gp
+EXTRA_DIST += bench/ablib/__init__.py bench/ablib/arms.py bench/ablib/callgrind.py \
+	bench/ablib/cells.py bench/ablib/common.py bench/ablib/footprint.py \
+	bench/ablib/meta.py bench/ablib/passes.py bench/ablib/plots.py \
+	bench/ablib/report.py bench/ablib/servers.py
 # --- end bench/ab ---
 
 # forkcost: what fork() costs an attached process per MiB of arena in use

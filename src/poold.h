@@ -308,16 +308,28 @@ int pd_route_dispatch(const pd_request_t *req, const pd_route_ctx_t *ctx,
 /* Allocations /heavy makes for a request with nheaders header fields:
  * node, key and value per request header, the bucket array, node, key and
  * value per generated response header, and the render buffer.  The count
- * is the same whether they come from malloc or from ctx->region. */
+ * is the same whether they come from malloc or from ctx->region.  With
+ * /heavy?n=K the map holds K times the generated lines (the _SCALED count);
+ * plain /heavy is K = 1. */
 #define PD_HEAVY_LINES 30
-#define PD_HEAVY_ALLOCS(nheaders) (3u * (nheaders) + 1u + 3u * PD_HEAVY_LINES + 1u)
+#define PD_HEAVY_MAX_SCALE 1000
+#define PD_HEAVY_ALLOCS_SCALED(nheaders, k) \
+    (3u * (nheaders) + 1u + 3u * PD_HEAVY_LINES * (k) + 1u)
+#define PD_HEAVY_ALLOCS(nheaders) PD_HEAVY_ALLOCS_SCALED(nheaders, 1u)
 
-/* The /heavy handler; *allocs receives the number of allocations it made
- * (tests compare it with PD_HEAVY_ALLOCS), from ctx->region when it is set
- * (which it leaves for the caller to reset), else from malloc, all freed
- * before it returns.  Returns PD_OK, or PD_ERROR out of memory; with
- * nothing appended to out when an allocation of its own failed. */
-int pd_route_heavy(const pd_request_t *req, const pd_route_ctx_t *ctx,
+/* The scale K of a /heavy request: 1 when its target has no query (or an
+ * empty one), K for exactly "n=K" with K a decimal from 1 to
+ * PD_HEAVY_MAX_SCALE.  Returns PD_OK with *scale set, or PD_ERROR for any
+ * other query (the caller answers 400). */
+int pd_route_heavy_scale(const pd_request_t *req, unsigned *scale);
+
+/* The /heavy handler at scale K (1..PD_HEAVY_MAX_SCALE); *allocs receives
+ * the number of allocations it made (tests compare it with
+ * PD_HEAVY_ALLOCS_SCALED), from ctx->region when it is set (which it
+ * leaves for the caller to reset), else from malloc, all freed before it
+ * returns.  Returns PD_OK, or PD_ERROR out of memory; with nothing
+ * appended to out when an allocation of its own failed. */
+int pd_route_heavy(const pd_request_t *req, const pd_route_ctx_t *ctx, unsigned scale,
                    struct evbuffer *out, unsigned *allocs);
 
 /* ------------------------------------------------------------------------ */

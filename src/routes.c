@@ -3,7 +3,8 @@
  * "/" names the allocator, worker and pid; "/plaintext" is the cheapest
  * possible answer (no heap allocation of its own); "/heavy" is the
  * allocation-heavy workload the allocators are measured on (from malloc,
- * or from the worker's request region with --request-region); "/stats"
+ * or from the worker's request region with --request-region; "?n=K"
+ * makes its map K times bigger); "/stats"
  * reports every worker's counters, the allocator's, and whether regions
  * are on.  pd_route_dispatch is the entry.
  */
@@ -18,6 +19,8 @@
 
 #define PD_JSON "application/json"
 #define PD_TEXT "text/plain"
+#define PD_STR_(x) #x
+#define PD_STR(x) PD_STR_(x)   /* a macro's value as a string literal */
 
 static bool pd_path_is(const pd_request_t *req, const char *path)
 {
@@ -135,6 +138,13 @@ fail:
  * most allocations land between 64 and 128 bytes, where web servers'
  * header maps put them.
  *
+ * /heavy?n=K scales the map: K times the generated lines (the first
+ * PD_HEAVY_LINES still make the response head, the others follow the
+ * echoed fields in the body, so no client meets a head of megabytes) and
+ * K times the buckets, so the count is 3 * headers + 2 + 90 * K.  It is
+ * there for bursts that make one worker's heap grow and shrink again
+ * (bench/ab's footprint pass); plain /heavy stays the fixed workload.
+ *
  * With --request-region the same code allocates from the worker's request
  * region and its frees do nothing: the caller resets the region after the
  * request.  Only pd_heavy_malloc and pd_heavy_free know which it is, so
@@ -160,6 +170,7 @@ _Static_assert(sizeof(pd_hnode_t) >= 96 && sizeof(pd_hnode_t) <= 112,
 
 typedef struct pd_hmap_s {
     pd_hnode_t **buckets;
+    size_t nbuckets;            /* PD_HEAVY_BUCKETS times the scale */
     pd_hnode_t *first;
     pd_hnode_t **tail;
     unsigned *allocs;
@@ -230,7 +241,7 @@ static int pd_hmap_add(pd_hmap_t *m, const char *k, size_t kn, const char *v, si
 
         node->prefix[i] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
     }
-    b = node->hash % PD_HEAVY_BUCKETS;
+    b = node->hash % m->nbuckets;
     node->next = m->buckets[b];
     m->buckets[b] = node;
     *m->tail = node;
@@ -282,6 +293,16 @@ static void pd_render(pd_render_t *r, const char *s, size_t n)
     }
 }
 
+/* One "name: value" line and its end of line. */
+static void pd_render_field(pd_render_t *r, const char *k, size_t kn, const char *v, size_t vn,
+                            const char *eol)
+{
+    pd_render(r, k, kn);
+    pd_render(r, ": ", 2);
+    pd_render(r, v, vn);
+    pd_render(r, eol, strlen(eol));
+}
+
 /* The i-th generated response value: 64 to 111 characters, deterministic. */
 static size_t pd_heavy_value(char *buf, int i, const pd_route_ctx_t *ctx, unsigned nh)
 {
@@ -295,20 +316,49 @@ static size_t pd_heavy_value(char *buf, int i, const pd_route_ctx_t *ctx, unsign
     return want;
 }
 
-int pd_route_heavy(const pd_request_t *req, const pd_route_ctx_t *ctx,
+int pd_route_heavy_scale(const pd_request_t *req, unsigned *scale)
+{
+    const char *q = req->path + req->path_len;
+    const char *end = req->target + req->target_len;
+    unsigned long k = 0;
+
+    *scale = 1;
+    /* A /heavy path lies in the target: the origin form's start, or the
+     * path of an absolute form; the query follows it. */
+    if (q >= end || *q != '?' || q + 1 == end)
+        return PD_OK;
+    q++;
+    if (end - q < 3 || q[0] != 'n' || q[1] != '=')
+        return PD_ERROR;
+    for (q += 2; q < end; q++) {
+        if (*q < '0' || *q > '9')
+            return PD_ERROR;
+        k = k * 10 + (unsigned long)(*q - '0');
+        if (k > PD_HEAVY_MAX_SCALE)
+            return PD_ERROR;     /* before it can overflow */
+    }
+    if (k < 1)
+        return PD_ERROR;
+    *scale = (unsigned)k;
+    return PD_OK;
+}
+
+int pd_route_heavy(const pd_request_t *req, const pd_route_ctx_t *ctx, unsigned scale,
                    struct evbuffer *out, unsigned *allocs)
 {
-    pd_hmap_t m = {NULL, NULL, NULL, allocs, ctx->region};
+    pd_hmap_t m = {NULL, PD_HEAVY_BUCKETS * (size_t)scale, NULL, NULL, allocs, ctx->region};
     pd_render_t r = {out, NULL, 0, PD_OK};
+    const int lines = PD_HEAVY_LINES * (int)scale;
+    pd_hnode_t *body_lines = NULL;
     uint64_t body_len = 0;
     int rc = PD_ERROR;
 
     *allocs = 0;
     m.tail = &m.first;
-    m.buckets = pd_heavy_malloc(&m, PD_HEAVY_BUCKETS * sizeof(*m.buckets));
+    m.buckets = pd_heavy_malloc(&m, m.nbuckets * sizeof(*m.buckets));
     if (m.buckets == NULL)
         return PD_ERROR;
-    memset(m.buckets, 0, PD_HEAVY_BUCKETS * sizeof(*m.buckets));
+    memset(m.buckets, 0, m.nbuckets * sizeof(*m.buckets));
 
     for (unsigned i = 0; i < req->nheaders; i++) {
         const pd_header_t *h = &req->headers[i];
@@ -317,13 +367,15 @@ int pd_route_heavy(const pd_request_t *req, const pd_route_ctx_t *ctx,
             goto fail;
         body_len += h->nlen + 2 + h->vlen + 1;
     }
-    for (int i = 0; i < PD_HEAVY_LINES; i++) {
+    for (int i = 0; i < lines; i++) {
         char key[16], value[128];
         int kn = snprintf(key, sizeof(key), "X-Heavy-%02d", i);
         size_t vn = pd_heavy_value(value, i, ctx, req->nheaders);
 
         if (pd_hmap_add(&m, key, (size_t)kn, value, vn) != PD_OK)
             goto fail;
+        if (i >= PD_HEAVY_LINES)
+            body_len += (size_t)kn + 2 + vn + 1;
     }
 
     r.buf = pd_heavy_malloc(&m, PD_HEAVY_BUF);
@@ -332,19 +384,17 @@ int pd_route_heavy(const pd_request_t *req, const pd_route_ctx_t *ctx,
     if (pd_http_write_head(out, 200, PD_TEXT, body_len, ctx->keep_alive,
                            req->version_minor == 0, true) != PD_OK)
         goto fail;
-    /* The generated lines are the map's entries after the request's. */
+    /* The generated lines are the map's entries after the request's; the
+     * first PD_HEAVY_LINES of them go in the head. */
     {
         pd_hnode_t *n = m.first;
 
         for (unsigned i = 0; i < req->nheaders; i++)
             n = n->order;
-        for (; n != NULL; n = n->order) {
-            pd_render(&r, n->key, n->klen);
-            pd_render(&r, ": ", 2);
-            pd_render(&r, n->value, n->vlen);
-            pd_render(&r, "\r\n", 2);
-        }
+        for (int i = 0; i < PD_HEAVY_LINES; i++, n = n->order)
+            pd_render_field(&r, n->key, n->klen, n->value, n->vlen, "\r\n");
         pd_render(&r, "\r\n", 2);
+        body_lines = n;
     }
     if (!pd_head_only(req)) {
         unsigned i = 0;
@@ -352,17 +402,17 @@ int pd_route_heavy(const pd_request_t *req, const pd_route_ctx_t *ctx,
         /* The body echoes the request's fields, found again through the
          * map so that the lookups are part of the work. */
         for (pd_hnode_t *n = m.first; n != NULL && i < req->nheaders; n = n->order, i++) {
-            pd_hnode_t *found = m.buckets[n->hash % PD_HEAVY_BUCKETS];
+            pd_hnode_t *found = m.buckets[n->hash % m.nbuckets];
 
             while (found != NULL && found != n &&
                    !(found->hash == n->hash && strcmp(found->prefix, n->prefix) == 0 &&
                      found->klen == n->klen && strcasecmp(found->key, n->key) == 0))
                 found = found->next;
-            pd_render(&r, found->key, found->klen);
-            pd_render(&r, ": ", 2);
-            pd_render(&r, n->value, n->vlen);
-            pd_render(&r, "\n", 1);
+            pd_render_field(&r, found->key, found->klen, n->value, n->vlen, "\n");
         }
+        /* At a scale above 1, the generated lines beyond the head's. */
+        for (pd_hnode_t *n = body_lines; n != NULL; n = n->order)
+            pd_render_field(&r, n->key, n->klen, n->value, n->vlen, "\n");
     }
     if (r.rc == PD_OK && r.len > 0 && evbuffer_add(out, r.buf, r.len) != 0)
         r.rc = PD_ERROR;
@@ -384,8 +434,10 @@ int pd_route_dispatch(const pd_request_t *req, const pd_route_ctx_t *ctx,
     static const char allow[] = "Allow: GET, HEAD\r\n\r\n";
     static const char not_found[] = "404 Not Found\n";
     static const char not_allowed[] = "405 Method Not Allowed\n";
+    static const char bad_scale[] = "400 Bad Request: /heavy takes no query or n=K, "
+                                    "K from 1 to " PD_STR(PD_HEAVY_MAX_SCALE) "\n";
     enum { R_ROOT, R_PLAINTEXT, R_HEAVY, R_STATS, R_NONE } route;
-    unsigned allocs;
+    unsigned allocs, scale;
     size_t before;
 
     if (pd_path_is(req, "/"))
@@ -415,8 +467,10 @@ int pd_route_dispatch(const pd_request_t *req, const pd_route_ctx_t *ctx,
     case R_PLAINTEXT:
         return pd_route_plaintext(req, ctx, out);
     case R_HEAVY:
+        if (pd_route_heavy_scale(req, &scale) != PD_OK)
+            return pd_respond(req, ctx, out, 400, PD_TEXT, bad_scale, sizeof(bad_scale) - 1);
         before = evbuffer_get_length(out);
-        if (pd_route_heavy(req, ctx, out, &allocs) == PD_OK)
+        if (pd_route_heavy(req, ctx, scale, out, &allocs) == PD_OK)
             return 200;
         /* Out of memory before the first byte of the response: there is
          * still room to say so. */

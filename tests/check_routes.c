@@ -229,10 +229,10 @@ START_TEST(test_heavy_allocs)
                      "X-Field-%u: value number %u of the test\r\n", i, i);
         strcat(head, "\r\n");
         ck_assert_int_eq(pd_http_parse_head(&req, &parser, head, strlen(head), &lim), 0);
-        ck_assert_int_eq(pd_route_heavy(&req, &ctx, a, &allocs), PD_OK);
+        ck_assert_int_eq(pd_route_heavy(&req, &ctx, 1, a, &allocs), PD_OK);
         ck_assert_uint_eq(allocs, PD_HEAVY_ALLOCS(counts[k] + 1));
         ck_assert_uint_eq(allocs, 3 * (counts[k] + 1) + 92);
-        ck_assert_int_eq(pd_route_heavy(&req, &ctx, b, &allocs), PD_OK);
+        ck_assert_int_eq(pd_route_heavy(&req, &ctx, 1, b, &allocs), PD_OK);
         ck_assert_uint_eq(evbuffer_get_length(a), evbuffer_get_length(b));
         ck_assert(memcmp(evbuffer_pullup(a, -1), evbuffer_pullup(b, -1),
                          evbuffer_get_length(a)) == 0);
@@ -254,7 +254,7 @@ START_TEST(test_heavy_real_allocs)
     ck_assert_int_eq(pd_http_parse_head(&req, &parser, head, strlen(head), &lim), 0);
     counted = 0;
     counting = true;
-    rc = pd_route_heavy(&req, &ctx, out, &allocs);
+    rc = pd_route_heavy(&req, &ctx, 1, out, &allocs);
     counting = false;   /* before any ck_assert: Check allocates to record */
     ck_assert_int_eq(rc, PD_OK);
     ck_assert_uint_eq(counted, PD_HEAVY_ALLOCS(3));
@@ -277,6 +277,56 @@ START_TEST(test_heavy_output)
 }
 END_TEST
 
+/* The scale of /heavy?n=K: exactly n=K, K from 1 to the maximum, or no
+ * query at all; anything else is refused. */
+START_TEST(test_heavy_scale)
+{
+    static const struct { const char *target; unsigned scale; } ok[] = {
+        {"/heavy", 1}, {"/heavy?", 1}, {"/heavy?n=1", 1}, {"/heavy?n=7", 7},
+        {"/heavy?n=1000", PD_HEAVY_MAX_SCALE}, {"/heavy?n=0012", 12},
+        {"http://a/heavy?n=3", 3},
+    };
+    static const char *const bad[] = {
+        "/heavy?n=0", "/heavy?n=1001", "/heavy?n=99999999999999999999999", "/heavy?n=",
+        "/heavy?n", "/heavy?n=-1", "/heavy?n=+1", "/heavy?n=1x", "/heavy?n=2&x=1",
+        "/heavy?N=2", "/heavy?m=2", "/heavy?x", "/heavy??n=2", "/heavy?n=2%20",
+    };
+    char head[256];
+    unsigned scale;
+
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        snprintf(head, sizeof(head), "GET %s HTTP/1.1\r\nHost: a\r\n\r\n", ok[i].target);
+        ck_assert_int_eq(pd_http_parse_head(&req, &parser, head, strlen(head), &lim), 0);
+        ck_assert_msg(pd_route_heavy_scale(&req, &scale) == PD_OK, "%s", ok[i].target);
+        ck_assert_uint_eq(scale, ok[i].scale);
+    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(head, sizeof(head), "GET %s HTTP/1.1\r\nHost: a\r\n\r\n", bad[i]);
+        ck_assert_int_eq(pd_http_parse_head(&req, &parser, head, strlen(head), &lim), 0);
+        ck_assert_msg(pd_route_heavy_scale(&req, &scale) == PD_ERROR, "%s", bad[i]);
+    }
+}
+END_TEST
+
+/* An out-of-range scale is a 400 that says what n takes, on a connection
+ * that stays open; the other routes still ignore their query. */
+START_TEST(test_heavy_bad_scale)
+{
+    static const char want[] = "400 Bad Request: /heavy takes no query or n=K, "
+                               "K from 1 to 1000\n";
+
+    ck_assert_int_eq(dispatch("GET /heavy?n=1001 HTTP/1.1\r\nHost: a\r\n\r\n"), 400);
+    ck_assert_str_eq(body(), want);
+    ck_assert_int_eq(content_length(), (long)strlen(want));
+    ck_assert_ptr_null(strstr(resp, "Connection:"));
+    ck_assert_int_eq(dispatch("HEAD /heavy?n=0 HTTP/1.1\r\nHost: a\r\n\r\n"), 400);
+    ck_assert_str_eq(body(), "");
+    ck_assert_int_eq(content_length(), (long)strlen(want));
+    ck_assert_int_eq(dispatch("POST /heavy?n=0 HTTP/1.1\r\nHost: a\r\n\r\n"), 405);
+    ck_assert_int_eq(dispatch("GET /plaintext?n=0 HTTP/1.1\r\nHost: a\r\n\r\n"), 200);
+}
+END_TEST
+
 /* A request with n fields "X-Field-i: value number i of the test" (Host
  * first), parsed into req. */
 static void heavy_request(unsigned n, bool head)
@@ -290,6 +340,95 @@ static void heavy_request(unsigned n, bool head)
     strcat(buf, "\r\n");
     ck_assert_int_eq(pd_http_parse_head(&req, &parser, buf, strlen(buf), &lim), 0);
 }
+
+/* Copy the head at the start of text, less its Content-Length line, to
+ * dst; return the head's length. */
+static size_t head_without_length(const char *text, char *dst, size_t cap)
+{
+    size_t n = (size_t)(strstr(text, "\r\n\r\n") + 4 - text);
+    const char *cl = strstr(text, "\r\nContent-Length: ");
+    size_t pre = (size_t)(cl - text), skip = strcspn(cl + 2, "\r") + 2;
+
+    ck_assert_uint_lt(n, cap);
+    memcpy(dst, text, pre);
+    memcpy(dst + pre, cl + skip, n - pre - skip);
+    dst[n - skip] = '\0';
+    return n;
+}
+
+/* At scale K: the documented count, every allocation real and freed, the
+ * head of plain /heavy but for Content-Length, and in the body the echoed
+ * fields followed by the further 30 * (K - 1) lines; n=1 is plain /heavy
+ * byte for byte. */
+START_TEST(test_heavy_scaled)
+{
+    static const unsigned scales[] = {1, 2, 17, PD_HEAVY_MAX_SCALE};
+    static char plain_head[8192], head[8192];
+    struct evbuffer *plain = evbuffer_new();
+    unsigned allocs = 0;
+
+    heavy_request(0, false);
+    ck_assert_int_eq(pd_route_heavy(&req, &ctx, 1, plain, &allocs), PD_OK);
+    head_without_length((const char *)evbuffer_pullup(plain, -1), plain_head,
+                        sizeof(plain_head));
+    for (size_t k = 0; k < sizeof(scales) / sizeof(scales[0]); k++) {
+        const unsigned scale = scales[k];
+        long before = live;
+        struct evbuffer *out = evbuffer_new();
+        char target[64], last[32];
+        const char *text, *b;
+        size_t len;
+        int rc;
+
+        snprintf(target, sizeof(target), "GET /heavy?n=%u HTTP/1.1\r\nHost: a\r\n\r\n", scale);
+        ck_assert_int_eq(pd_http_parse_head(&req, &parser, target, strlen(target), &lim), 0);
+        /* Room in advance, so that libevent's own buffer growth is not counted. */
+        ck_assert_int_eq(evbuffer_expand(out, 4u << 20), 0);
+        counted = 0;
+        counting = true;
+        rc = pd_route_heavy(&req, &ctx, scale, out, &allocs);
+        counting = false;
+        ck_assert_int_eq(rc, PD_OK);
+        ck_assert_uint_eq(allocs, PD_HEAVY_ALLOCS_SCALED(1, scale));
+        ck_assert_uint_eq(allocs, 3 + 2 + 90 * scale);
+        ck_assert_uint_eq(counted, allocs);
+        len = evbuffer_get_length(out);
+        text = (const char *)evbuffer_pullup(out, -1);
+        b = text + head_without_length(text, head, sizeof(head));
+        ck_assert_str_eq(head, plain_head);
+        ck_assert_uint_eq(strtoul(strstr(text, "\r\nContent-Length: ") + 18, NULL, 10),
+                          len - (size_t)(b - text));
+        ck_assert(strncmp(b, "Host: a\n", 8) == 0);
+        if (scale == 1) {
+            ck_assert_uint_eq(len, evbuffer_get_length(plain));
+            ck_assert(memcmp(text, evbuffer_pullup(plain, -1), len) == 0);
+        } else {
+            snprintf(last, sizeof(last), "\nX-Heavy-%02u: line=%u;", 30 * scale - 1,
+                     30 * scale - 1);
+            ck_assert(strncmp(b + 8, "X-Heavy-30: line=30;worker=3;headers=1;", 39) == 0);
+            ck_assert_ptr_nonnull(strstr(b, last));
+            ck_assert_int_eq(text[len - 1], '\n');
+        }
+        if (scale == 17) {
+            /* From a region: the same count and the same bytes. */
+            pd_route_ctx_t rctx = ctx;
+            struct evbuffer *got = evbuffer_new();
+
+            rctx.region = pd_region_create(0);
+            ck_assert_ptr_nonnull(rctx.region);
+            ck_assert_int_eq(pd_route_heavy(&req, &rctx, scale, got, &allocs), PD_OK);
+            ck_assert_uint_eq(allocs, PD_HEAVY_ALLOCS_SCALED(1, scale));
+            ck_assert_uint_eq(evbuffer_get_length(got), len);
+            ck_assert(memcmp(evbuffer_pullup(got, -1), text, len) == 0);
+            pd_region_destroy(rctx.region);
+            evbuffer_free(got);
+        }
+        evbuffer_free(out);
+        ck_assert_int_eq(live, before);
+    }
+    evbuffer_free(plain);
+}
+END_TEST
 
 /* With a region, /heavy makes the same count of allocations and writes
  * the same bytes as with malloc, also when the region is reused; it takes
@@ -311,7 +450,7 @@ START_TEST(test_heavy_region)
         int rc;
 
         heavy_request(counts[k], false);
-        ck_assert_int_eq(pd_route_heavy(&req, &ctx, want, &allocs), PD_OK);
+        ck_assert_int_eq(pd_route_heavy(&req, &ctx, 1, want, &allocs), PD_OK);
         ck_assert_uint_eq(allocs, PD_HEAVY_ALLOCS(counts[k] + 1));
         ck_assert_ptr_nonnull(small);
         for (int round = 0; round < 4; round++) {
@@ -319,7 +458,7 @@ START_TEST(test_heavy_region)
             ck_assert_int_eq(evbuffer_expand(got, 65536), 0);
             counted = 0;
             counting = true;
-            rc = pd_route_heavy(&req, &rctx, got, &allocs);
+            rc = pd_route_heavy(&req, &rctx, 1, got, &allocs);
             counting = false;
             ck_assert_int_eq(rc, PD_OK);
             ck_assert_uint_eq(allocs, PD_HEAVY_ALLOCS(counts[k] + 1));
@@ -437,6 +576,9 @@ Suite *make_routes_suite(void)
     tcase_add_test(tc, test_heavy_allocs);
     tcase_add_test(tc, test_heavy_real_allocs);
     tcase_add_test(tc, test_heavy_output);
+    tcase_add_test(tc, test_heavy_scale);
+    tcase_add_test(tc, test_heavy_bad_scale);
+    tcase_add_test(tc, test_heavy_scaled);
     tcase_add_test(tc, test_heavy_region);
     tcase_add_loop_test(tc, test_heavy_oom, 0, 2);
     suite_add_tcase(s, tc);
