@@ -150,11 +150,33 @@ static void arena_view(pool_header_sh_t *h)
 __thread bool pool_tls_exited_ __attribute__((tls_model("initial-exec")));
 
 /* A free slot has no tag, so that a process killed right after claiming
- * it, before writing its own, is never taken for the previous holder. */
-static void slot_release(pool_slot_sh_t *slot)
+ * it, before writing its own, is never taken for the previous holder.  The
+ * state turns free before the life lock is given back: a claimer takes the
+ * lock first, so nobody claims a slot still being released. */
+void pool_slot_release_(pool_slot_sh_t *slot)
 {
     slot->tag = POOL_NO_TAG;
+    pool_atomic_store_release(&slot->xflags, 0);
     pool_atomic_store_release(&slot->xstate, POOL_SLOT_FREE);
+    pool_life_release_(&slot->life);
+}
+
+/* Take a free slot for the calling thread: its life lock, then its state.
+ * A life lock whose holder died while the slot was free (a claimer killed
+ * mid-claim, a releaser after its release) is as good as a free one. */
+static bool slot_claim(pool_slot_sh_t *slot, uint32_t pid)
+{
+    if (pool_atomic_load_relaxed(&slot->xstate) != POOL_SLOT_FREE)
+        return false;
+    if (pool_life_try_(&slot->life, &slot->xflags, NULL) == POOL_LIFE_HELD)
+        return false;
+    uint32_t expect = POOL_SLOT_FREE;
+    if (!pool_atomic_cas(&slot->xstate, &expect, pid)) {
+        pool_life_release_(&slot->life);
+        return false;
+    }
+    pool_atomic_store_release(&slot->xflags, 0);
+    return true;
 }
 
 /* Owner tag of the process attached through slot `slot`. */
@@ -166,7 +188,10 @@ static uint16_t tag_of_slot(int slot)
 /* Thread exit: flush the cache and give the slot back.  Runs only for the
  * thread that set the key; a forked child cleared it.  The attach slot is
  * kept while the process lives: its number is the tag of every object the
- * process holds, which must not pass to another process. */
+ * process holds, which must not pass to another process.  Its life lock
+ * goes with the thread, though (the kernel would mark it owner-dead, the
+ * sign of a dead process): from now on the process is judged alive by its
+ * pid and start time. */
 static void thread_exit(void *arg)
 {
     pool_slot_sh_t *slot = arg;
@@ -175,8 +200,15 @@ static void thread_exit(void *arg)
     pool_tcache_flush_(&pool_arena_, &slot->tcache);
     pool_tls_tcache_ = &pool_empty_tcache_;
     pool_tls_exited_ = true;
-    if (slot->tcache.slot != proc_slot)
-        slot_release(slot);
+    if (slot->tcache.slot != proc_slot) {
+        pool_slot_release_(slot);
+        return;
+    }
+    uint64_t start = 0;
+    pool_prim_start_time_(pool_prim_getpid_(), &start);
+    slot->start = start;
+    pool_atomic_or(&slot->xflags, POOL_SLOT_BYPID);
+    pool_life_release_(&slot->life);
 }
 
 /* The forking thread's gate: the parent waits on it until the child has
@@ -301,17 +333,29 @@ static void install_handlers(void)
                   pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
 }
 
+/* The first free slot for the calling thread, or NULL.  A process's first
+ * slot is its tag: it never takes the last slot, which has none (its
+ * objects could not be reclaimed when it dies). */
+static pool_slot_sh_t *claim_any(pool_arena_t *a)
+{
+    unsigned n = proc_slot >= 0 ? POOL_MAX_SLOTS : POOL_MAX_TAG;
+    for (unsigned i = 0; i < n; i++)
+        if (slot_claim(&a->slots[i], (uint32_t)pool_prim_getpid_()))
+            return &a->slots[i];
+    return NULL;
+}
+
 pool_tcache_sh_t *pool_thread_setup_(void)
 {
     pool_arena_t *a = &pool_arena_;
     if (pool_tls_exited_)
         return NULL;
-    for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
-        pool_slot_sh_t *slot = &a->slots[i];
-        uint32_t expect = POOL_SLOT_FREE;
-        if (pool_atomic_load_relaxed(&slot->xstate) != POOL_SLOT_FREE ||
-            !pool_atomic_cas(&slot->xstate, &expect, (uint32_t)pool_prim_getpid_()))
-            continue;
+    pool_slot_sh_t *slot = claim_any(a);
+    /* Slots run short: the dead may hold them. */
+    if (slot == NULL && pool_reap_dead_(a) > 0)
+        slot = claim_any(a);
+    if (slot != NULL) {
+        unsigned i = (unsigned)(slot - a->slots);
         slot->used = 1;
         slot->pid = pool_prim_getpid_();
         slot->tid = pool_prim_gettid_();
@@ -380,6 +424,8 @@ int pool_create(size_t size)
     rc = pool_lock_init_(&a->ph->lock, POOL_LOCK_PAGEHEAP);
     for (unsigned cls = 0; rc == 0 && cls < POOL_NCLASSES; cls++)
         rc = pool_lock_init_(&a->central[cls].lock, POOL_LOCK_CENTRAL);
+    for (unsigned i = 0; rc == 0 && i < POOL_MAX_SLOTS; i++)
+        rc = pool_life_init_(&a->slots[i].life);
     if (rc != 0) {
         pool_prim_unmap_(m, size);
         memset(a, 0, sizeof *a);
@@ -417,9 +463,15 @@ int pool_attach(void)
     pool_tls_exited_ = false;
     pool_self_pid_ = pool_prim_getpid_();
     proc_slot = -1;
+    /* Whoever notices first reaps: a process that attaches reaps the dead
+     * before it takes a slot, so that slots and memory pass on without a
+     * master that knows the pool. */
+    pool_reap_dead_(&pool_arena_);
     pool_tcache_sh_t *tc = pool_thread_setup_();
-    if (tc == NULL)
+    if (tc == NULL) {
+        pool_atomic_inc(&h->xattach_failures);
         return EAGAIN;
+    }
     proc_slot = tc->slot;
     pool_proc_state_ = POOL_PROC_ATTACHED;
     return 0;
@@ -435,21 +487,37 @@ void pool_detach(void)
         pool_tls_tcache_ = &pool_empty_tcache_;
         pthread_setspecific(thread_key, NULL);
         if (tc->slot != proc_slot)
-            slot_release(&pool_arena_.slots[tc->slot]);
+            pool_slot_release_(&pool_arena_.slots[tc->slot]);
     }
     /* Objects the process still holds keep living after the slot (and
      * with it the tag) passes to another process. */
     pool_disown_(&pool_arena_, tag_of_slot(proc_slot));
     if (proc_slot >= 0)
-        slot_release(&pool_arena_.slots[proc_slot]);
+        pool_slot_release_(&pool_arena_.slots[proc_slot]);
     pool_proc_state_ = POOL_PROC_PRIVATE;
     proc_slot = -1;
+}
+
+/* A process that exits gives its thread cache back on the way: what its
+ * objects hold is garbage once it is gone, but its cache is free memory
+ * that a reap would otherwise walk object by object.  The slot itself
+ * stays until the process is gone (exit goes on using the heap after this
+ * runs: stdio, other destructors), and whoever notices its death then
+ * reaps the rest. */
+__attribute__((destructor)) static void process_exit(void)
+{
+    if (pool_proc_state_ == POOL_PROC_ATTACHED && pool_tls_tcache_ != &pool_empty_tcache_)
+        pool_thread_flush();
 }
 
 void pool_destroy_(void)
 {
     if (pool_arena_.hdr == NULL)
         return;
+    /* The thread's robust-mutex list names the life locks it holds: they
+     * must be given back before their memory goes, or the next robust
+     * mutex it takes follows a pointer into nothing. */
+    pool_detach();
     pool_prim_unmap_(pool_arena_.hdr, pool_arena_.hdr->size);
     memset(&pool_arena_, 0, sizeof pool_arena_);
     arena_copied = false;

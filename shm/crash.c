@@ -26,7 +26,8 @@ const char *const pool_crash_points_[] = {
     "pageheap.take",    "pageheap.carve",      "pageheap.free",
     "pageheap.merge_left", "pageheap.merge_right", "pageheap.release",
     "lock.acquired",    "recover.undo",        "recover.rebuild",
-    "reap.object",      "reap.transit",        "reap.slot",
+    "reap.found",       "reap.object",         "reap.transit",
+    "reap.slot",
     "repair.lock",      NULL,
 };
 

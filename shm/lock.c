@@ -23,11 +23,10 @@
 
 int pool_self_pid_;
 
-int pool_lock_init_(pool_lock_sh_t *l, pool_lock_kind_t kind)
+/* A process-shared robust mutex in the arena. */
+static int robust_init(pool_lock_sh_t *l)
 {
     memset(l, 0, sizeof *l);
-    if (pool_config_spin && kind == POOL_LOCK_CENTRAL)
-        return 0;
     pthread_mutexattr_t at;
     int rc = pthread_mutexattr_init(&at);
     if (rc != 0)
@@ -38,6 +37,15 @@ int pool_lock_init_(pool_lock_sh_t *l, pool_lock_kind_t kind)
         rc = pthread_mutex_init(&l->mutex, &at);
     pthread_mutexattr_destroy(&at);
     return rc;
+}
+
+int pool_lock_init_(pool_lock_sh_t *l, pool_lock_kind_t kind)
+{
+    if (pool_config_spin && kind == POOL_LOCK_CENTRAL) {
+        memset(l, 0, sizeof *l);
+        return 0;
+    }
+    return robust_init(l);
 }
 
 static unsigned lock_index(pool_lock_kind_t kind, unsigned arg)
@@ -210,5 +218,35 @@ void pool_unlock_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, uns
         return;
     }
     pool_atomic_store_release(&pool_journal_(a, kind, arg)->xholder, 0);
+    pthread_mutex_unlock(&l->mutex);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Life locks                                                                */
+/* ------------------------------------------------------------------------ */
+
+int pool_life_init_(pool_lock_sh_t *l)
+{
+    return robust_init(l);
+}
+
+pool_life_t pool_life_try_(pool_lock_sh_t *l, uint32_t *xflags, const struct timespec *deadline)
+{
+    int rc = deadline != NULL ? pthread_mutex_timedlock(&l->mutex, deadline)
+                              : pthread_mutex_trylock(&l->mutex);
+    if (rc == EOWNERDEAD) {
+        /* The mark first: if the caller dies before it has reaped, the
+         * slot still says so (and its lock is owner-dead again). */
+        pool_atomic_or(xflags, POOL_SLOT_DEAD);
+        POOL_CRASH_POINT("reap.found");
+        pthread_mutex_consistent(&l->mutex);
+        return POOL_LIFE_DEAD;
+    }
+    /* EBUSY, ETIMEDOUT, or a lock that cannot be judged: never dead. */
+    return rc == 0 ? POOL_LIFE_TAKEN : POOL_LIFE_HELD;
+}
+
+void pool_life_release_(pool_lock_sh_t *l)
+{
     pthread_mutex_unlock(&l->mutex);
 }

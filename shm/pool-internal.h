@@ -271,6 +271,21 @@ bool pool_lock_timed_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind,
                       const struct timespec *deadline);
 /* The journal of the lock (kind, arg). */
 pool_journal_sh_t *pool_journal_(pool_arena_t *a, pool_lock_kind_t kind, unsigned arg);
+
+/* Life locks: the robust mutex each slot's holder keeps locked for life
+ * (pool_slot_sh_t).  Never taken through pool_lock_, never blocked on but
+ * by pool_reap's bounded wait. */
+typedef enum pool_life_e {
+    POOL_LIFE_HELD = 0,  /* a live thread holds it (or it cannot be judged) */
+    POOL_LIFE_TAKEN = 1, /* it was free: the caller holds it now */
+    POOL_LIFE_DEAD = 2,  /* its holder died: *xflags got POOL_SLOT_DEAD, and the
+                          * caller holds it now */
+} pool_life_t;
+int pool_life_init_(pool_lock_sh_t *l);
+/* Try to take a life lock, at once (deadline NULL) or by deadline
+ * (CLOCK_REALTIME). */
+pool_life_t pool_life_try_(pool_lock_sh_t *l, uint32_t *xflags, const struct timespec *deadline);
+void pool_life_release_(pool_lock_sh_t *l);
 /* This process's pid, cached (0 until first needed; reset in a forked
  * child). */
 extern int pool_self_pid_;
@@ -371,9 +386,13 @@ static inline uint16_t pool_thread_tag(void)
 {
     return pool_tls_tcache_->tag;
 }
-/* Give the calling thread a cache in a free slot.  Returns it, or NULL
- * when every slot is taken or the thread is exiting. */
+/* Give the calling thread a cache in a free slot (reaping the dead when
+ * none is free).  Returns it, or NULL when every slot is held by a live
+ * thread or the thread is exiting. */
 pool_tcache_sh_t *pool_thread_setup_(void);
+/* Free a slot whose life lock the caller holds: its holder is gone (a
+ * release or a finished reap).  Gives the life lock back. */
+void pool_slot_release_(pool_slot_sh_t *slot);
 /* Make every child forked from now on attach in the atfork child handler
  * (SHMPOOL_MODE=children). */
 void pool_attach_children_(void);
@@ -481,6 +500,17 @@ void pool_unlock_all_(pool_arena_t *a);
  * process that detaches keeps its objects, and no reap of a later holder
  * of the slot may take them.  Takes every lock. */
 void pool_disown_(pool_arena_t *a, uint16_t tag);
+/* Reap every process found dead among the slots' holders (their life
+ * locks owner-dead, or a reap left unfinished): what whoever notices does,
+ * at attach, when slots or the arena run short, and periodically.  Skips a
+ * process whose reap cannot take the locks in time (a live holder is
+ * stuck); it is reaped later.  Returns the number reaped.  REQUIRES: no
+ * pool lock held. */
+unsigned pool_reap_dead_(pool_arena_t *a);
+/* pool_reap_dead_ once a period (POOL_REAP_PERIOD_NS) across the arena:
+ * the first slow path past the due time does it.  REQUIRES: no pool lock
+ * held. */
+void pool_reap_maybe_(pool_arena_t *a);
 
 /* ------------------------------------------------------------------------ */
 /* Private heap (glibc's own entry points, which never call ours)           */

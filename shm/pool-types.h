@@ -78,7 +78,7 @@
 #define POOL_MAGIC UINT64_C(0x6c6f6f706d687373) /* "sshmpool" little-endian */
 /* Bumped whenever a shared structure changes shape.  Debug and spin builds
  * change the span and lock layouts, so they are folded into the version. */
-#define POOL_LAYOUT_VERSION 6u
+#define POOL_LAYOUT_VERSION 7u
 
 /* ------------------------------------------------------------------------ */
 /* Locks                                                                     */
@@ -279,7 +279,9 @@ typedef struct pool_pageheap_sh_s {
 /* What one pool_reap() found, kept for /stats. */
 typedef struct pool_reaprec_sh_s {
     int32_t pid;
+    int32_t reaper;     /* the process that reaped it */
     uint32_t slots;
+    uint32_t pad_;
     uint64_t cached;    /* bytes of thread caches given back */
     uint64_t live;      /* bytes of live objects and big spans reclaimed */
     uint64_t transit;   /* bytes of spans it was moving between tiers */
@@ -342,12 +344,24 @@ typedef struct pool_tcache_sh_s {
     pool_binstats_t stats[POOL_NCLASSES];
 } pool_tcache_sh_t;
 
-/* A slot's xstate is POOL_SLOT_FREE or the pid of the process holding it,
- * claimed with one compare-and-swap: a process killed right after the claim
- * still names itself, so its reap frees the slot. */
+/* A slot's xstate is POOL_SLOT_FREE or the pid of the process holding it.
+ * Whether that process still lives is not read from the pid (pids are
+ * reused): the thread holding a slot keeps the slot's `life` mutex, a
+ * robust one, locked for as long as it lives, so the kernel marks the
+ * mutex owner-dead when the thread dies, when its process exits, is killed
+ * or crashes, and when it calls exec.  A trylock by anyone else then
+ * answers: EBUSY, alive; EOWNERDEAD, dead.  Claiming a slot takes its life
+ * lock first, so a process killed right after the claim is found dead. */
 typedef enum pool_slot_state_e {
     POOL_SLOT_FREE = 0,
 } pool_slot_state_t;
+
+/* slot->xflags */
+#define POOL_SLOT_DEAD 1u  /* found dead, reap not finished: a reaper died or
+                            * could not take the locks in time */
+#define POOL_SLOT_BYPID 2u /* the thread that attached exited and its process
+                            * lives on: life is not held; judge by the pid and
+                            * the process's start time */
 
 /* Slot-wide counters (stats builds). */
 typedef struct pool_slotstats_s {
@@ -360,13 +374,14 @@ typedef struct pool_slotstats_s {
 /* One attached thread.  Lives in the arena so that, after a crash, another
  * process finds what the dead thread had cached. */
 typedef struct pool_slot_sh_s {
+    pool_lock_sh_t life; /* robust mutex the holding thread keeps locked */
     uint32_t xstate;   /* POOL_SLOT_FREE or the holder's pid (atomic) */
+    uint32_t xflags;   /* POOL_SLOT_DEAD, POOL_SLOT_BYPID (atomic) */
     uint32_t used;     /* ever taken: stats print only these */
     int32_t pid;       /* process that holds (or last held) the slot */
     int32_t tid;
     uint32_t tag;      /* owner tag the thread's objects carry */
-    uint32_t pad32_;
-    uint64_t pad_[5];
+    uint64_t start;    /* the process's start time, for POOL_SLOT_BYPID */
     pool_slotstats_t stats;
     pool_tcache_sh_t tcache __attribute__((aligned(64)));
 } pool_slot_sh_t;
@@ -389,6 +404,8 @@ typedef struct pool_header_sh_s {
     uint64_t off_journals, off_owners, off_crash;
     uint64_t xfallbacks;     /* arena full: served privately (atomic) */
     uint64_t xforeign_frees; /* detached processes' arena frees (atomic) */
+    uint64_t xattach_failures; /* attaches refused: every slot held by a live thread */
+    uint64_t xreap_due_ns;   /* monotonic time of the next periodic reap */
 } pool_header_sh_t;
 
 /* The process's view of the arena: addresses computed from the header. */

@@ -45,11 +45,13 @@ POOL_API int pool_create(size_t size);
 /* Smallest arena pool_create() accepts (header, page map, a few spans). */
 POOL_API size_t pool_min_heap_size(void);
 
-/* Attach the calling process to the arena it inherited: take a worker slot,
- * and from now on serve malloc from the arena.  Called first thing after
- * fork.  Returns 0, ENOENT if no arena is mapped, EPROTO if the header's
- * base address or layout version does not match (a message naming both is
- * written to stderr), EAGAIN if every slot is taken, EALREADY if attached. */
+/* Attach the calling process to the arena it inherited: reap any dead
+ * process, take a worker slot, and from now on serve malloc from the
+ * arena.  Called first thing after fork.  Returns 0, ENOENT if no arena is
+ * mapped (or this is a forked child of an attached process, whose arena is
+ * a private copy), EPROTO if the header's base address or layout version
+ * does not match (a message naming both is written to stderr), EAGAIN if
+ * every slot is held by a live thread, EALREADY if attached. */
 POOL_API int pool_attach(void);
 
 /* Stop serving from the arena: the thread caches of the calling thread go
@@ -104,6 +106,7 @@ typedef struct pool_usage_s {
     size_t returned;     /* of `free`, bytes given back to the OS */
     size_t fallbacks;    /* allocations served privately because the arena was full */
     size_t foreign_frees;/* arena frees ignored in a detached process */
+    size_t attach_failures; /* attaches refused: every slot held by a live thread */
 } pool_usage_t;
 
 /* Fill *u.  Takes each lock briefly; thread caches of other processes are
@@ -131,10 +134,14 @@ POOL_API void pool_thread_flush(void);
 
 /* A process may die at any instruction, also holding a pool lock: the next
  * locker undoes its unfinished operation from the lock's journal and
- * verifies the structure before going on.  What the dead process still
- * held -- its thread caches, the objects it allocated, spans it was moving
- * between tiers -- is given back by pool_reap(), which the process that
- * waits for it (poold's master) calls.
+ * verifies the structure before going on.  What a process that ended (by
+ * exit, exec, a kill or a crash) still held -- its thread caches, the
+ * objects it allocated, spans it was moving between tiers, its slots -- is
+ * given back by whichever process notices first: one that attaches, one
+ * that runs short of slots or memory, one whose slow path comes past the
+ * periodic due time, or a master that waited for it and calls pool_reap().
+ * A death is read from a robust mutex each slot's holder keeps locked for
+ * life, never from a pid.
  *
  * Ownership invariant: objects are not shared across processes, or the
  * receiver adopts them.  Every small object records the process that took
@@ -149,6 +156,8 @@ POOL_API void pool_thread_flush(void);
 /* What pool_reap() gave back and what it could not, in bytes. */
 typedef struct pool_reap_report_s {
     pid_t pid;
+    pid_t reaper;            /* the process that reaped it: the caller, or whoever
+                              * noticed first */
     unsigned slots;          /* slots the process held (one per thread) */
     unsigned recoveries;     /* locks found with a dead owner while reaping */
     size_t cached;           /* its thread caches, back to the central caches */
@@ -159,10 +168,13 @@ typedef struct pool_reap_report_s {
 
 /* Give back everything process pid (dead, already waited for) held in the
  * arena, take and release every pool lock so that each repair happens now,
- * and free its slots.  Fills *out (when not NULL).  Returns 0; ESRCH if pid
- * held no slot; EBUSY if pid is still alive; EAGAIN if some lock stayed
- * held by a live process for 200 ms (a stuck holder: nothing was done, call
- * again later); ENOENT without an arena.  Never aborts on what it finds. */
+ * and free its slots.  Fills *out (when not NULL): when another process
+ * reaped pid first, with that reap's figures and its reaper.  Returns 0;
+ * ESRCH if pid held no slot and no recent reap names it; EBUSY if pid is
+ * still alive (judged by its slots' life locks, waiting up to 200 ms for
+ * one another reaper holds); EAGAIN if some lock stayed held by a live
+ * process for 200 ms (a stuck holder: nothing was done, call again later);
+ * ENOENT without an arena.  Never aborts on what it finds. */
 POOL_API int pool_reap(pid_t pid, pool_reap_report_t *out);
 
 /* Take and release every pool lock, so that a lock whose holder died is

@@ -1,15 +1,23 @@
-/* libshmpool — after a crash: reaping a dead process, taking every lock,
+/* libshmpool — the dead: finding them, reaping them, taking every lock,
  * the watchdog's view of the locks, and ownership tags.
  *
- * pool_reap() runs in the process that waited for the dead one, with the
- * page-heap lock and every class lock held (taking them also repairs any
- * lock the dead process held).  It gives the dead slots' thread caches back
- * object by object, validating each, then walks every span: objects and big
- * spans tagged with the dead process are freed, spans it left in transit
- * between the tiers are moved on.  Nothing it finds makes it abort.
+ * A process is dead when the life locks of its slots are owner-dead
+ * (pool_slot_sh_t): it exited, was killed, crashed or called exec.  No pid
+ * is trusted.  Whoever notices first reaps it -- a process that attaches,
+ * one that finds the slots or the arena exhausted, one whose allocation
+ * slow path is past the periodic due time, or a master that waited for
+ * it (pool_reap) -- with the page-heap lock and every class lock held
+ * (taking them also repairs any lock the dead process held).  The reap
+ * gives the dead slots' thread caches back object by object, validating
+ * each, then walks every span: objects and big spans tagged with the dead
+ * process are freed, spans it left in transit between the tiers are moved
+ * on; only then are its slots freed.  A reaper may die at any point: the
+ * slots stay marked dead and their life locks owner-dead, every step it
+ * took is committed or undone, and the next reaper goes on from there.
+ * Nothing a reap finds makes it abort.
  *
- * Entry points: pool_reap(), pool_repair(), pool_lock_stalled(),
- * pool_adopt(), pool_disown_().
+ * Entry points: pool_reap(), pool_reap_dead_(), pool_reap_maybe_(),
+ * pool_repair(), pool_lock_stalled(), pool_adopt(), pool_disown_().
  */
 #include "pool-internal.h"
 
@@ -22,6 +30,9 @@
 /* How long a reap waits for all the locks together: a live holder that
  * keeps one longer is stuck, and the caller must not hang with it. */
 #define POOL_REAP_WAIT_MS 200
+/* How often the processes using the arena look for the dead on their own:
+ * the first allocation slow path past the due time does it. */
+#define POOL_REAP_PERIOD_NS UINT64_C(1000000000)
 
 void pool_lock_all_(pool_arena_t *a)
 {
@@ -132,24 +143,31 @@ static void drop_held(pool_span_sh_t *s, uint32_t oi)
 typedef struct reap_s {
     pool_arena_t *a;
     bool dead[POOL_MAX_TAG + 1]; /* tags of the dead process */
+    uint16_t mover;              /* tag the spans this reap moves carry */
     uint32_t leaving;            /* spans for the page heap, linked by next */
     uint32_t big;                /* dead big spans, linked by next */
     pool_reap_report_t *r;
 } reap_t;
 
-/* Release p into class cls, one step of the reap operation begun on the
- * class journal.  REQUIRES: every lock. */
+/* Release p into class cls within the step the caller began.  Spans that
+ * leave their class are moved under the dead process's own tag: if this
+ * reaper dies, the next reap of the same process (its slot is freed only
+ * at the end) finishes the move.  REQUIRES: every lock. */
 static bool reap_release(reap_t *rp, unsigned cls, void *p)
 {
-    pool_journal_step_(pool_journal_(rp->a, POOL_LOCK_CENTRAL, cls));
     POOL_CRASH_POINT("reap.object");
-    return pool_central_release_one_(rp->a, cls, p, POOL_NO_TAG, &rp->leaving);
+    return pool_central_release_one_(rp->a, cls, p, rp->mover, &rp->leaving);
 }
 
-/* Give one dead thread cache back, object by object.  A chain is followed
- * only while each object is a handed-out object of the class: a process
- * killed in the middle of a push or pop leaves at most the length wrong,
- * which is why the walk is bounded by it plus one, not ended by it. */
+/* Give one dead thread cache back, object by object.  Each object's
+ * release and the bin's advance past it are one step of one journaled
+ * operation, so a reaper that dies leaves the bin exactly at the first
+ * object not yet given back, never a dangling head another process may
+ * since have reused.  A chain is followed only while each object is a
+ * handed-out object of the class: a process killed in the middle of a
+ * push or pop leaves at most the length wrong, which is why the walk is
+ * bounded by it plus one, not ended by it; what is behind a broken link is
+ * counted as leaked. */
 static void reap_cache(reap_t *rp, pool_tcache_sh_t *tc)
 {
     pool_arena_t *a = rp->a;
@@ -158,30 +176,38 @@ static void reap_cache(reap_t *rp, pool_tcache_sh_t *tc)
         if (bin->head == NULL && bin->len == 0)
             continue;
         pool_journal_sh_t *j = pool_journal_(a, POOL_LOCK_CENTRAL, cls);
+        size_t size = pool_classes_[cls].size;
+        uint32_t found = 0, bound = bin->len + 1;
         pool_journal_begin_(j, POOL_OP_REAP);
-        uint32_t found = 0;
-        void *p = bin->head;
-        while (p != NULL && found <= bin->len) {
+        for (void *p; (p = bin->head) != NULL && found < bound;) {
             uint32_t oi;
             pool_span_sh_t *s = pool_object_span_(a, p, &oi);
-            if (s == NULL || !reap_release(rp, cls, p))
+            if (s == NULL)
                 break;
+            void *next = *(void **)p;
+            pool_journal_step_(j);
+            if (!reap_release(rp, cls, p))
+                break;
+            POOL_JSET(j, bin->head, next);
+            POOL_JSET(j, bin->len, bin->len > 0 ? bin->len - 1 : 0);
             drop_held(s, oi);
             found++;
-            p = *(void **)p;
+            rp->r->cached += size;
+        }
+        if (bin->head != NULL || bin->len != 0) {
+            rp->r->leaked += (size_t)bin->len * size;
+            pool_journal_step_(j);
+            POOL_JSET(j, bin->head, NULL);
+            POOL_JSET(j, bin->len, 0);
         }
         pool_journal_commit_(j);
-        size_t size = pool_classes_[cls].size;
-        rp->r->cached += (size_t)found * size;
-        if (p != NULL && found < bin->len)
-            rp->r->leaked += (size_t)(bin->len - found) * size;
-        bin->head = NULL;
-        bin->len = 0;
     }
 }
 
-/* The dead process's objects in small span s (at page idx). */
-static void reap_objects(reap_t *rp, pool_span_sh_t *s, uint32_t idx)
+/* The dead process's objects in small span s: one step an object, so a
+ * retry after the reaper's death finds the ones given back free and skips
+ * them. */
+static void reap_objects(reap_t *rp, pool_span_sh_t *s)
 {
     pool_arena_t *a = rp->a;
     unsigned cls = s->cls;
@@ -199,6 +225,7 @@ static void reap_objects(reap_t *rp, pool_span_sh_t *s, uint32_t idx)
         }
         /* The span may leave its class on the last object: s stays valid
          * (the page heap gets it only after the walk). */
+        pool_journal_step_(j);
         if (reap_release(rp, cls, base + (size_t)oi * objsize)) {
             drop_held(s, oi);
             rp->r->live += objsize;
@@ -208,41 +235,56 @@ static void reap_objects(reap_t *rp, pool_span_sh_t *s, uint32_t idx)
         pool_journal_commit_(j);
 }
 
-/* Walk every span of the arena.  REQUIRES: every lock. */
-static void reap_spans(reap_t *rp)
+/* Call visit on every span of the arena, in order.  REQUIRES: every lock
+ * (the page heap's repair, when taking it, verified the tiling). */
+static void each_span(reap_t *rp, void (*visit)(reap_t *, pool_span_sh_t *, uint32_t))
 {
     pool_arena_t *a = rp->a;
     uint32_t carved = a->ph->carved;
     for (uint32_t p = 0; p < carved;) {
         pool_span_sh_t *s = &a->spans[p];
         if (s->npages == 0 || s->start != p)
-            break; /* the page heap's repair just verified the tiling */
-        size_t bytes = (size_t)s->npages << POOL_PAGE_SHIFT;
-        if (s->state == POOL_SPAN_BIG && rp->dead[s->owner <= POOL_MAX_TAG ? s->owner : 0]) {
-            s->next = rp->big;
-            rp->big = p;
-            rp->r->live += bytes;
-        } else if (s->state == POOL_SPAN_SMALL) {
-            bool mover_dead = s->owner <= POOL_MAX_TAG && rp->dead[s->owner];
-            if ((s->listed == POOL_LISTED_ARRIVING || s->listed == POOL_LISTED_LEAVING) &&
-                mover_dead)
-                POOL_CRASH_POINT("reap.transit");
-            if (s->listed == POOL_LISTED_ARRIVING && mover_dead) {
-                pool_journal_sh_t *j = pool_journal_(a, POOL_LOCK_CENTRAL, s->cls);
-                pool_journal_begin_(j, POOL_OP_ADD_SPAN);
-                pool_central_add_span_locked_(a, s->cls, p);
-                pool_journal_commit_(j);
-                rp->r->transit += bytes;
-            } else if (s->listed == POOL_LISTED_LEAVING && mover_dead) {
-                s->owner = POOL_NO_TAG;
-                s->next = rp->leaving;
-                rp->leaving = p;
-                rp->r->transit += bytes;
-            }
-            if (s->listed == POOL_LISTED_YES || s->listed == POOL_LISTED_NO)
-                reap_objects(rp, s, p);
-        }
-        p += s->npages;
+            break;
+        uint32_t n = s->npages;
+        visit(rp, s, p);
+        p += n;
+    }
+}
+
+/* A span the dead process left between the tiers: one arriving at its
+ * class is put on it, one leaving it goes on to the page heap.  They keep
+ * their mover's tag until then, so that a reaper's death leaves them for
+ * the next reap.  Visited before any object is given back: a span those
+ * releases empty leaves its class under the same tag, and must not be
+ * counted twice. */
+static void reap_transit(reap_t *rp, pool_span_sh_t *s, uint32_t p)
+{
+    bool moving = s->listed == POOL_LISTED_ARRIVING || s->listed == POOL_LISTED_LEAVING;
+    if (s->state != POOL_SPAN_SMALL || !moving || s->owner > POOL_MAX_TAG || !rp->dead[s->owner])
+        return;
+    POOL_CRASH_POINT("reap.transit");
+    if (s->listed == POOL_LISTED_ARRIVING) {
+        pool_journal_sh_t *j = pool_journal_(rp->a, POOL_LOCK_CENTRAL, s->cls);
+        pool_journal_begin_(j, POOL_OP_ADD_SPAN);
+        pool_central_add_span_locked_(rp->a, s->cls, p);
+        pool_journal_commit_(j);
+    } else {
+        s->next = rp->leaving;
+        rp->leaving = p;
+    }
+    rp->r->transit += (size_t)s->npages << POOL_PAGE_SHIFT;
+}
+
+/* A big span of the dead process, or a span with its objects. */
+static void reap_owned(reap_t *rp, pool_span_sh_t *s, uint32_t p)
+{
+    if (s->state == POOL_SPAN_BIG && rp->dead[s->owner <= POOL_MAX_TAG ? s->owner : 0]) {
+        s->next = rp->big;
+        rp->big = p;
+        rp->r->live += (size_t)s->npages << POOL_PAGE_SHIFT;
+    } else if (s->state == POOL_SPAN_SMALL &&
+               (s->listed == POOL_LISTED_YES || s->listed == POOL_LISTED_NO)) {
+        reap_objects(rp, s);
     }
 }
 
@@ -252,6 +294,7 @@ static void reap_record(pool_arena_t *a, const pool_reap_report_t *r)
     pool_crash_sh_t *c = a->crash;
     pool_reaprec_sh_t *rec = &c->last[c->reaps % POOL_REAP_HISTORY];
     rec->pid = r->pid;
+    rec->reaper = r->reaper;
     rec->slots = r->slots;
     rec->cached = r->cached;
     rec->live = r->live;
@@ -264,44 +307,91 @@ static void reap_record(pool_arena_t *a, const pool_reap_report_t *r)
     c->leaked += r->leaked;
 }
 
-int pool_reap(pid_t pid, pool_reap_report_t *out)
+/* Slots of one dead process, their life locks held by the caller. */
+typedef struct dead_s {
+    unsigned n;
+    uint16_t idx[POOL_MAX_SLOTS];
+} dead_t;
+
+/* Whether the holder of a taken slot is dead.  When it is (or an earlier
+ * reap of it did not finish), the caller now holds the slot's life lock
+ * and must finish the reap or give the lock back; a live holder's slot is
+ * left as it was.  deadline (CLOCK_REALTIME) bounds a wait for a life lock
+ * another reaper holds; NULL does not wait. */
+static bool slot_dead(pool_slot_sh_t *slot, const struct timespec *deadline)
 {
-    pool_reap_report_t local;
-    pool_reap_report_t *r = out != NULL ? out : &local;
-    memset(r, 0, sizeof *r);
-    r->pid = pid;
-    pool_arena_t *a = &pool_arena_;
-    if (a->hdr == NULL || pool_arena_copied_())
-        return ENOENT;
-    if (pid <= 0)
-        return ESRCH;
-    if (pool_prim_alive_(pid))
-        return EBUSY;
+    if (pool_atomic_load_acquire(&slot->xstate) == POOL_SLOT_FREE)
+        return false;
+    pool_life_t life = pool_life_try_(&slot->life, &slot->xflags, deadline);
+    if (life == POOL_LIFE_DEAD)
+        return true;
+    if (life == POOL_LIFE_HELD)
+        return false;
+    /* Not held: a reap left unfinished, a holder judged by its pid, or a
+     * slot released while we looked. */
+    uint32_t flags = pool_atomic_load_acquire(&slot->xflags);
+    bool dead = false;
+    if (pool_atomic_load_acquire(&slot->xstate) != POOL_SLOT_FREE) {
+        uint64_t start;
+        dead = (flags & POOL_SLOT_DEAD) ||
+               ((flags & POOL_SLOT_BYPID) &&
+                (pool_prim_start_time_(slot->pid, &start) != 0 || start != slot->start));
+    }
+    if (dead)
+        pool_atomic_or(&slot->xflags, POOL_SLOT_DEAD);
+    else
+        pool_life_release_(&slot->life);
+    return dead;
+}
+
+/* Give the life locks of d back, the slots still marked dead: the reap
+ * is left for later. */
+static void defer(pool_arena_t *a, const dead_t *d)
+{
+    for (unsigned k = 0; k < d->n; k++)
+        pool_life_release_(&a->slots[d->idx[k]].life);
+}
+
+/* Reap the dead slots d of process pid and free them.  Returns 0, or
+ * EAGAIN (the slots stay marked dead) when a live holder kept a pool lock
+ * too long.  REQUIRES: d's life locks, no pool lock. */
+static int reap_slots(pool_arena_t *a, const dead_t *d, pid_t pid, pool_reap_report_t *r)
+{
     reap_t rp;
     memset(&rp, 0, sizeof rp);
     rp.a = a;
     rp.r = r;
     rp.leaving = rp.big = POOL_NIL;
-    for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
-        pool_slot_sh_t *slot = &a->slots[i];
-        if (pool_atomic_load_acquire(&slot->xstate) != (uint32_t)pid)
-            continue;
-        r->slots++;
-        if (slot->tag != POOL_NO_TAG && slot->tag <= POOL_MAX_TAG)
-            rp.dead[slot->tag] = true;
+    memset(r, 0, sizeof *r);
+    r->pid = pid;
+    r->reaper = pool_prim_getpid_();
+    r->slots = d->n;
+    for (unsigned k = 0; k < d->n; k++) {
+        /* A process's objects carry the tag of its first slot: only that
+         * slot's death makes them garbage (a thread's alone frees only the
+         * thread's cache). */
+        pool_slot_sh_t *slot = &a->slots[d->idx[k]];
+        if (slot->tag != POOL_NO_TAG && slot->tag <= POOL_MAX_TAG) {
+            rp.mover = (uint16_t)slot->tag;
+            if (slot->tag == (uint32_t)d->idx[k] + 1)
+                rp.dead[slot->tag] = true;
+        }
     }
-    if (r->slots == 0)
-        return ESRCH;
     uint64_t before = pool_atomic_load_relaxed(&a->crash->xrecoveries);
-    if (!pool_lock_all_timed_(a, POOL_REAP_WAIT_MS))
+    if (!pool_lock_all_timed_(a, POOL_REAP_WAIT_MS)) {
+        defer(a, d);
         return EAGAIN;
-    r->recoveries = (unsigned)(pool_atomic_load_relaxed(&a->crash->xrecoveries) - before);
-    for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
-        pool_slot_sh_t *slot = &a->slots[i];
-        if (pool_atomic_load_acquire(&slot->xstate) == (uint32_t)pid)
-            reap_cache(&rp, &slot->tcache);
     }
-    reap_spans(&rp);
+    r->recoveries = (unsigned)(pool_atomic_load_relaxed(&a->crash->xrecoveries) - before);
+    bool process = false;
+    for (unsigned t = 1; t <= POOL_MAX_TAG; t++)
+        process |= rp.dead[t];
+    if (process)
+        each_span(&rp, reap_transit);
+    for (unsigned k = 0; k < d->n; k++)
+        reap_cache(&rp, &a->slots[d->idx[k]].tcache);
+    if (process)
+        each_span(&rp, reap_owned);
     while (rp.leaving != POOL_NIL) {
         uint32_t idx = rp.leaving;
         rp.leaving = a->spans[idx].next;
@@ -316,15 +406,117 @@ int pool_reap(pid_t pid, pool_reap_report_t *out)
     }
     reap_record(a, r);
     POOL_CRASH_POINT("reap.slot");
-    for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
-        pool_slot_sh_t *slot = &a->slots[i];
-        if (pool_atomic_load_acquire(&slot->xstate) == (uint32_t)pid) {
-            slot->tag = POOL_NO_TAG;
-            pool_atomic_store_release(&slot->xstate, POOL_SLOT_FREE);
-        }
-    }
+    for (unsigned k = 0; k < d->n; k++)
+        pool_slot_release_(&a->slots[d->idx[k]]);
     pool_unlock_all_(a);
     return 0;
+}
+
+/* True when slot i is one of the calling thread's own. */
+static bool own_slot(pool_arena_t *a, unsigned i)
+{
+    return pool_tls_tcache_ == &a->slots[i].tcache || (int)i == pool_slot();
+}
+
+/* The slots after `from` held by pid that are dead, added to d. */
+static void more_dead(pool_arena_t *a, unsigned from, uint32_t pid, dead_t *d)
+{
+    for (unsigned i = from; i < POOL_MAX_SLOTS; i++)
+        if (pool_atomic_load_acquire(&a->slots[i].xstate) == pid && !own_slot(a, i) &&
+            slot_dead(&a->slots[i], NULL))
+            d->idx[d->n++] = (uint16_t)i;
+}
+
+unsigned pool_reap_dead_(pool_arena_t *a)
+{
+    unsigned reaped = 0;
+    if (a->hdr == NULL || pool_arena_copied_())
+        return 0;
+    for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
+        uint32_t pid = pool_atomic_load_acquire(&a->slots[i].xstate);
+        if (pid == POOL_SLOT_FREE || own_slot(a, i) || !slot_dead(&a->slots[i], NULL))
+            continue;
+        dead_t d = { 1, { (uint16_t)i } };
+        more_dead(a, i + 1, pid, &d);
+        pool_reap_report_t r;
+        if (reap_slots(a, &d, (pid_t)pid, &r) == 0)
+            reaped++;
+    }
+    return reaped;
+}
+
+void pool_reap_maybe_(pool_arena_t *a)
+{
+    uint64_t now = pool_prim_now_coarse_ns_();
+    uint64_t due = pool_atomic_load_relaxed(&a->hdr->xreap_due_ns);
+    if (now < due || !pool_atomic_cas(&a->hdr->xreap_due_ns, &due, now + POOL_REAP_PERIOD_NS))
+        return;
+    pool_reap_dead_(a);
+}
+
+/* The last reap of pid that another process did, into *r; false if the
+ * history has none. */
+static bool reaped_elsewhere(pool_arena_t *a, pid_t pid, pool_reap_report_t *r)
+{
+    pool_lock_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0);
+    const pool_crash_sh_t *c = a->crash;
+    uint64_t n = c->reaps < POOL_REAP_HISTORY ? c->reaps : POOL_REAP_HISTORY;
+    bool found = false;
+    for (uint64_t i = 0; i < n && !found; i++) {
+        const pool_reaprec_sh_t *rec = &c->last[(c->reaps - 1 - i) % POOL_REAP_HISTORY];
+        if (rec->pid != pid)
+            continue;
+        r->reaper = rec->reaper;
+        r->slots = rec->slots;
+        r->cached = rec->cached;
+        r->live = rec->live;
+        r->transit = rec->transit;
+        r->leaked = rec->leaked;
+        found = true;
+    }
+    pool_unlock_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0);
+    return found;
+}
+
+int pool_reap(pid_t pid, pool_reap_report_t *out)
+{
+    pool_reap_report_t local;
+    pool_reap_report_t *r = out != NULL ? out : &local;
+    memset(r, 0, sizeof *r);
+    r->pid = pid;
+    pool_arena_t *a = &pool_arena_;
+    if (a->hdr == NULL || pool_arena_copied_())
+        return ENOENT;
+    if (pid <= 0)
+        return ESRCH;
+    if (pid == pool_prim_getpid_())
+        return EBUSY;
+    /* The caller knows pid is dead (it waited for it): wait a moment for a
+     * life lock another reaper holds rather than call it alive. */
+    struct timespec deadline = deadline_in(POOL_REAP_WAIT_MS);
+    dead_t d = { 0, { 0 } };
+    bool alive = false;
+    for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
+        pool_slot_sh_t *slot = &a->slots[i];
+        if (pool_atomic_load_acquire(&slot->xstate) != (uint32_t)pid)
+            continue;
+        if (slot_dead(slot, &deadline))
+            d.idx[d.n++] = (uint16_t)i;
+        else
+            alive |= pool_atomic_load_acquire(&slot->xstate) == (uint32_t)pid;
+    }
+    if (alive) {
+        defer(a, &d);
+        return EBUSY;
+    }
+    if (d.n == 0) {
+        /* Reaped by whoever noticed first, or never attached. */
+        return reaped_elsewhere(a, pid, r) ? 0 : ESRCH;
+    }
+    int rc = reap_slots(a, &d, pid, r);
+    if (rc == 0 && out != NULL)
+        out->pid = pid;
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -40,6 +40,7 @@ void pool_usage(pool_usage_t *u)
     u->reserved = a->hdr->size;
     u->fallbacks = pool_atomic_load_relaxed(&a->hdr->xfallbacks);
     u->foreign_frees = pool_atomic_load_relaxed(&a->hdr->xforeign_frees);
+    u->attach_failures = pool_atomic_load_relaxed(&a->hdr->xattach_failures);
 
     uint64_t cached_objs[POOL_NCLASSES];
     tcache_objects(a, cached_objs);
@@ -194,9 +195,9 @@ static void jp_crash(json_t *j, pool_arena_t *a)
     uint64_t n = c->reaps < POOL_REAP_HISTORY ? c->reaps : POOL_REAP_HISTORY;
     for (uint64_t i = 0; i < n; i++) {
         const pool_reaprec_sh_t *r = &c->last[(c->reaps - 1 - i) % POOL_REAP_HISTORY];
-        jp(j, "%s{\"pid\":%d,\"slots\":%u,\"cached_bytes\":%lu,\"live_bytes\":%lu,"
-              "\"transit_bytes\":%lu,\"leaked_bytes\":%lu}",
-           i == 0 ? "" : ",", r->pid, r->slots, (unsigned long)r->cached,
+        jp(j, "%s{\"pid\":%d,\"reaper\":%d,\"slots\":%u,\"cached_bytes\":%lu,"
+              "\"live_bytes\":%lu,\"transit_bytes\":%lu,\"leaked_bytes\":%lu}",
+           i == 0 ? "" : ",", r->pid, r->reaper, r->slots, (unsigned long)r->cached,
            (unsigned long)r->live, (unsigned long)r->transit, (unsigned long)r->leaked);
     }
     jp(j, "]}");
@@ -230,9 +231,9 @@ size_t pool_stats_json(char *buf, size_t cap)
         pool_usage(&u);
         jp(&j, ",\"arena\":{\"reserved\":%zu,\"used\":%zu,\"in_use\":%zu,\"cached\":%zu,"
                "\"free\":%zu,\"returned\":%zu,\"fallbacks\":%zu,\"foreign_frees\":%zu,"
-               "\"page_size\":%zu}",
+               "\"attach_failures\":%zu,\"page_size\":%zu}",
            u.reserved, u.used, u.in_use, u.cached, u.free, u.returned, u.fallbacks,
-           u.foreign_frees, POOL_PAGE_SIZE);
+           u.foreign_frees, u.attach_failures, POOL_PAGE_SIZE);
         const pool_pageheap_sh_t *ph = a->ph;
         jp(&j, ",\"pageheap\":{\"pages\":%u,\"carved\":%u,\"allocs\":%lu,\"frees\":%lu,"
                "\"madvise_remove\":%lu,\"decayed_pages\":%lu,\"reused_returned_pages\":%lu,"

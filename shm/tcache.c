@@ -210,23 +210,31 @@ static pool_tcache_sh_t *thread_cache(bool *fell_back)
     return tc;
 }
 
+/* The allocation itself: a class's object or a big span. */
+static void *alloc_in(pool_arena_t *a, pool_tcache_sh_t *tc, size_t size, size_t align)
+{
+    if (align <= 16 && size <= POOL_MAX_SMALL)
+        return alloc_class(a, tc, pool_sizeclass_of(size));
+    if (align <= POOL_PAGE_SIZE && size <= POOL_MAX_SMALL &&
+        pool_sizeclass_aligned_(size, align) != 0)
+        return alloc_class(a, tc, pool_sizeclass_aligned_(size, align));
+    return alloc_big(a, tc, size, align);
+}
+
 /* Allocation in the arena, or NULL when the arena cannot serve it (the
- * caller then uses the private heap). */
+ * caller then uses the private heap).  Slow paths are where the processes
+ * look for the dead on their own (now and then, and when the arena is
+ * exhausted, which may only be the dead's memory). */
 static void *alloc_slow(size_t size, size_t align, bool *fell_back)
 {
     pool_arena_t *a = &pool_arena_;
     pool_tcache_sh_t *tc = thread_cache(fell_back);
     if (tc == NULL)
         return NULL;
-    void *p;
-    if (align <= 16 && size <= POOL_MAX_SMALL) {
-        p = alloc_class(a, tc, pool_sizeclass_of(size));
-    } else if (align <= POOL_PAGE_SIZE && size <= POOL_MAX_SMALL &&
-               pool_sizeclass_aligned_(size, align) != 0) {
-        p = alloc_class(a, tc, pool_sizeclass_aligned_(size, align));
-    } else {
-        p = alloc_big(a, tc, size, align);
-    }
+    pool_reap_maybe_(a);
+    void *p = alloc_in(a, tc, size, align);
+    if (p == NULL && pool_reap_dead_(a) > 0)
+        p = alloc_in(a, tc, size, align);
     if (p == NULL)
         *fell_back = true;
     return p;

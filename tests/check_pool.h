@@ -18,6 +18,7 @@ Suite *make_stress_suite(void);
 Suite *make_fork_suite(void);
 Suite *make_crash_suite(void);
 Suite *make_recovery_suite(void);
+Suite *make_lifecycle_suite(void);
 /* tests/check_crashpoints (debug builds): deaths at named crash points. */
 Suite *make_crash_points_suite(void);
 Suite *make_recovery_points_suite(void);

@@ -19,6 +19,7 @@ int main(void)
     srunner_add_suite(sr, make_fork_suite());
     srunner_add_suite(sr, make_crash_suite());
     srunner_add_suite(sr, make_recovery_suite());
+    srunner_add_suite(sr, make_lifecycle_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

@@ -26,7 +26,7 @@ TESTS += tests/check_override tests/preload.sh
 EXTRA_DIST += tests/preload.sh
 tests_check_pool_SOURCES += tests/check_stress.c tests/check_fork.c tests/pattern.h
 # Crash safety: processes killed at crash points or anywhere, then reaped.
-tests_check_pool_SOURCES += tests/check_crash.c tests/check_recovery.c
+tests_check_pool_SOURCES += tests/check_crash.c tests/check_recovery.c tests/check_lifecycle.c
 tests_check_override_SOURCES = tests/check_override.c tests/pattern.h
 # -fno-builtin: the compiler must neither fold impossible requests nor drop
 # malloc/free pairs it can see.

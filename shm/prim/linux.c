@@ -145,6 +145,37 @@ bool pool_prim_alive_(int pid)
     return kill(pid, 0) == 0 || errno == EPERM;
 }
 
+int pool_prim_start_time_(int pid, uint64_t *out)
+{
+    char path[32] = "/proc/", digits[12], buf[1024];
+    size_t n = 0, at = 6;
+    for (unsigned v = (unsigned)pid; n == 0 || v > 0; v /= 10)
+        digits[n++] = (char)('0' + v % 10);
+    while (n > 0)
+        path[at++] = digits[--n];
+    memcpy(path + at, "/stat", 6);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return ESRCH;
+    ssize_t len = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (len <= 0)
+        return ESRCH;
+    buf[len] = '\0';
+    /* The name, in parentheses, may hold anything: count fields after
+     * its last ')'.  starttime is the 20th of them (field 22). */
+    const char *p = strrchr(buf, ')');
+    for (unsigned field = 0; p != NULL && field < 20; field++)
+        p = strchr(p + 1, ' ');
+    if (p == NULL)
+        return ESRCH;
+    uint64_t v = 0;
+    for (p++; *p >= '0' && *p <= '9'; p++)
+        v = v * 10 + (uint64_t)(*p - '0');
+    *out = v;
+    return 0;
+}
+
 void pool_prim_stop_self_(void)
 {
     kill(getpid(), SIGSTOP);

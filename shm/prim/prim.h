@@ -46,6 +46,9 @@ uint64_t pool_prim_now_ns_(void);
 uint64_t pool_prim_now_coarse_ns_(void);
 /* True while process pid exists (also as a zombie). */
 bool pool_prim_alive_(int pid);
+/* When process pid started, in clock ticks since boot (/proc/PID/stat):
+ * with the pid, it names one process for good.  0 or ESRCH. */
+int pool_prim_start_time_(int pid, uint64_t *out);
 /* Stop by SIGSTOP, as a hung process would (crash points, ":stop"). */
 void pool_prim_stop_self_(void);
 /* Die at once by SIGKILL (crash points). */
