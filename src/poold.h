@@ -353,11 +353,15 @@ typedef struct pd_worker_s {
  * stopping and that was its last connection. */
 void pd_worker_conn_gone(pd_worker_t *w);
 
-/* Run worker `index` on the listening socket lfd until SIGTERM/SIGINT and
- * its connections are done.  Called in the forked child with SIGTERM, SIGINT
- * and SIGCHLD blocked; unblocks them once its handlers are in place.
- * Returns the process exit status. */
-int pd_worker_run(const pd_config_t *cfg, int index, int lfd);
+/* Everything worker `index` does in the child the master forked (master is
+ * the master's pid): attach to the allocator, ask for SIGTERM should the
+ * master die, pin itself to cpu (-1: do not pin), close the other workers'
+ * listening sockets (lfds holds nlfds, its own is lfds[index]), then serve
+ * until SIGTERM/SIGINT and its connections are done.  Called with SIGTERM,
+ * SIGINT and SIGCHLD blocked; unblocks them once its handlers are in place.
+ * Returns the process exit status: 1 when it could not get going. */
+int pd_worker_run(const pd_config_t *cfg, int index, const int *lfds, int nlfds, int cpu,
+                  pid_t master);
 
 /* Take over an accepted, non-blocking socket.  Returns PD_OK, or PD_ERROR
  * after closing fd. */
