@@ -3,7 +3,7 @@
  * A connection reads into its input buffer, answers every complete request
  * found there in order (pipelining), and writes all the responses one read
  * produced with a single writev: the responses accumulate in the output
- * buffer and conn_flush runs once per read.  Memory per connection is
+ * buffer and pd_conn_flush runs once per read.  Memory per connection is
  * bounded: reading stops while the output holds PD_OUT_HIGH bytes the client
  * has not taken, a head may not outgrow --max-header, and bodies are framed
  * and discarded as they arrive, never buffered.
@@ -69,16 +69,16 @@ struct pd_conn_s {
     http_parser parser;
 };
 
-static void conn_on_read(evutil_socket_t fd, short what, void *arg);
-static void conn_on_write(evutil_socket_t fd, short what, void *arg);
-static void conn_on_timer(evutil_socket_t fd, short what, void *arg);
-static void conn_process(pd_conn_t *c);
+static void pd_conn_on_read(evutil_socket_t fd, short what, void *arg);
+static void pd_conn_on_write(evutil_socket_t fd, short what, void *arg);
+static void pd_conn_on_timer(evutil_socket_t fd, short what, void *arg);
+static void pd_conn_process(pd_conn_t *c);
 
 /* ======================================================================== */
 /* Events and timers                                                         */
 /* ======================================================================== */
 
-static void conn_set_reading(pd_conn_t *c, bool on)
+static void pd_conn_set_reading(pd_conn_t *c, bool on)
 {
     if (on && !c->reading)
         event_add(&c->rev, NULL);
@@ -87,7 +87,7 @@ static void conn_set_reading(pd_conn_t *c, bool on)
     c->reading = on;
 }
 
-static void conn_set_writing(pd_conn_t *c, bool on)
+static void pd_conn_set_writing(pd_conn_t *c, bool on)
 {
     if (on && !c->writing)
         event_add(&c->wev, NULL);
@@ -96,12 +96,12 @@ static void conn_set_writing(pd_conn_t *c, bool on)
     c->writing = on;
 }
 
-static void conn_arm(pd_conn_t *c, const struct timeval *tv)
+static void pd_conn_arm(pd_conn_t *c, const struct timeval *tv)
 {
     event_add(&c->tev, tv);
 }
 
-static void conn_start_request(pd_conn_t *c)
+static void pd_conn_start_request(pd_conn_t *c)
 {
     struct timeval now;
 
@@ -112,14 +112,14 @@ static void conn_start_request(pd_conn_t *c)
 }
 
 /* Arm the timer for the state the connection is in now. */
-static void conn_update_timer(pd_conn_t *c)
+static void pd_conn_update_timer(pd_conn_t *c)
 {
     struct timeval now, left;
 
     if (c->state == C_LINGER || c->writing)
         return;     /* armed when lingering / on write progress */
     if (c->state == C_BODY || !c->in_request) {
-        conn_arm(c, &c->w->cfg->idle_timeout);
+        pd_conn_arm(c, &c->w->cfg->idle_timeout);
         return;
     }
     event_base_gettimeofday_cached(c->w->base, &now);
@@ -127,7 +127,7 @@ static void conn_update_timer(pd_conn_t *c)
         timersub(&c->deadline, &now, &left);
     else
         timerclear(&left);
-    conn_arm(c, &left);
+    pd_conn_arm(c, &left);
 }
 
 /* ======================================================================== */
@@ -147,9 +147,9 @@ int pd_conn_open(pd_worker_t *w, int fd)
     c->w = w;
     c->fd = fd;
     c->state = C_HEAD;
-    event_assign(&c->rev, w->base, fd, EV_READ | EV_PERSIST, conn_on_read, c);
-    event_assign(&c->wev, w->base, fd, EV_WRITE | EV_PERSIST, conn_on_write, c);
-    evtimer_assign(&c->tev, w->base, conn_on_timer, c);
+    event_assign(&c->rev, w->base, fd, EV_READ | EV_PERSIST, pd_conn_on_read, c);
+    event_assign(&c->wev, w->base, fd, EV_WRITE | EV_PERSIST, pd_conn_on_write, c);
+    evtimer_assign(&c->tev, w->base, pd_conn_on_timer, c);
 
     c->next = w->conns;
     if (w->conns != NULL)
@@ -160,9 +160,9 @@ int pd_conn_open(pd_worker_t *w, int fd)
 
     /* The first request's header deadline runs from accept: a client that
      * connects and says nothing is a slow client too. */
-    conn_start_request(c);
-    conn_set_reading(c, true);
-    conn_update_timer(c);
+    pd_conn_start_request(c);
+    pd_conn_set_reading(c, true);
+    pd_conn_update_timer(c);
     return PD_OK;
 
 fail:
@@ -204,7 +204,7 @@ void pd_conn_close(pd_conn_t *c)
 
 /* Everything is sent: stop writing, keep draining the client briefly.
  * Returns PD_ERROR when c was closed. */
-static int conn_linger(pd_conn_t *c)
+static int pd_conn_linger(pd_conn_t *c)
 {
     static const struct timeval linger = {PD_LINGER_SEC, 0};
 
@@ -214,13 +214,13 @@ static int conn_linger(pd_conn_t *c)
     }
     c->state = C_LINGER;
     evbuffer_drain(c->in, evbuffer_get_length(c->in));
-    conn_set_reading(c, true);
-    conn_arm(c, &linger);
+    pd_conn_set_reading(c, true);
+    pd_conn_arm(c, &linger);
     return PD_OK;
 }
 
 /* Write what is queued.  Returns PD_ERROR when c was closed. */
-static int conn_flush(pd_conn_t *c)
+static int pd_conn_flush(pd_conn_t *c)
 {
     while (evbuffer_get_length(c->out) > 0) {
         int n = evbuffer_write(c->out, c->fd);
@@ -231,9 +231,9 @@ static int conn_flush(pd_conn_t *c)
         }
         if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
             if (!c->writing) {
-                conn_set_writing(c, true);
+                pd_conn_set_writing(c, true);
                 /* Send timeout: a client that stops reading is dropped. */
-                conn_arm(c, &c->w->cfg->idle_timeout);
+                pd_conn_arm(c, &c->w->cfg->idle_timeout);
             }
             return PD_OK;
         }
@@ -242,9 +242,9 @@ static int conn_flush(pd_conn_t *c)
         pd_conn_close(c);
         return PD_ERROR;
     }
-    conn_set_writing(c, false);
+    pd_conn_set_writing(c, false);
     if (c->closing && c->state != C_LINGER)
-        return conn_linger(c);
+        return pd_conn_linger(c);
     return PD_OK;
 }
 
@@ -253,7 +253,7 @@ static int conn_flush(pd_conn_t *c)
 /* ======================================================================== */
 
 /* Answer with an error status and close the connection. */
-static void conn_reject(pd_conn_t *c, int status, bool head_only)
+static void pd_conn_reject(pd_conn_t *c, int status, bool head_only)
 {
     if (c->pending != NULL)
         evbuffer_drain(c->pending, evbuffer_get_length(c->pending));
@@ -268,14 +268,14 @@ static void conn_reject(pd_conn_t *c, int status, bool head_only)
 }
 
 /* A request is fully answered: wait for the next one, or close. */
-static void conn_request_done(pd_conn_t *c, bool keep_alive)
+static void pd_conn_request_done(pd_conn_t *c, bool keep_alive)
 {
     c->state = C_HEAD;
     if (!keep_alive) {
         c->closing = true;
         c->in_request = false;
     } else if (evbuffer_get_length(c->in) > 0) {
-        conn_start_request(c);
+        pd_conn_start_request(c);
     } else {
         c->in_request = false;
     }
@@ -287,7 +287,7 @@ enum { STEP_MORE, STEP_DONE, STEP_CLOSED };
 /* Try to take a request head off the input: STEP_DONE when progress was
  * made (the caller loops), STEP_MORE when more input is needed, STEP_CLOSED
  * when c is gone. */
-static int conn_read_head(pd_conn_t *c)
+static int pd_conn_read_head(pd_conn_t *c)
 {
     pd_worker_t *w = c->w;
     pd_request_t *req = &w->req;    /* used only until this head is drained */
@@ -306,7 +306,7 @@ static int conn_read_head(pd_conn_t *c)
     if (buf == NULL)
         return STEP_MORE;
     if (!c->in_request)
-        conn_start_request(c);
+        pd_conn_start_request(c);
 
     /* RFC 9112 2.2: ignore empty lines before a request line. */
     if (c->scanned == 0 && want >= 2 && buf[0] == '\r' && buf[1] == '\n') {
@@ -317,7 +317,7 @@ static int conn_read_head(pd_conn_t *c)
     hlen = pd_http_find_head(buf, want, &c->scanned);
     if (hlen == 0) {
         if (avail >= lim.max_header) {
-            conn_reject(c, 431, false);
+            pd_conn_reject(c, 431, false);
             return STEP_DONE;
         }
         return STEP_MORE;
@@ -325,7 +325,7 @@ static int conn_read_head(pd_conn_t *c)
 
     status = pd_http_parse_head(req, &c->parser, buf, hlen, &lim);
     if (status != 0) {
-        conn_reject(c, status, hlen > 5 && memcmp(buf, "HEAD ", 5) == 0);
+        pd_conn_reject(c, status, hlen > 5 && memcmp(buf, "HEAD ", 5) == 0);
         return STEP_DONE;
     }
 
@@ -372,7 +372,7 @@ static int conn_read_head(pd_conn_t *c)
     c->scanned = 0;
 
     if (!has_body) {
-        conn_request_done(c, ctx.keep_alive);
+        pd_conn_request_done(c, ctx.keep_alive);
         return STEP_DONE;
     }
     c->state = C_BODY;
@@ -384,8 +384,8 @@ static int conn_read_head(pd_conn_t *c)
     return STEP_DONE;
 }
 
-/* Discard body bytes; results as for conn_read_head. */
-static int conn_read_body(pd_conn_t *c)
+/* Discard body bytes; results as for pd_conn_read_head. */
+static int pd_conn_read_body(pd_conn_t *c)
 {
     size_t avail = evbuffer_get_length(c->in);
     int status = 0;
@@ -409,7 +409,7 @@ static int conn_read_body(pd_conn_t *c)
                                c->w->cfg->max_header, &status);
         evbuffer_drain(c->in, used);
         if (status == 400 || status == 413) {
-            conn_reject(c, status, c->head_only);
+            pd_conn_reject(c, status, c->head_only);
             return STEP_DONE;
         }
         if (status == 0)
@@ -419,14 +419,14 @@ static int conn_read_body(pd_conn_t *c)
         pd_conn_close(c);
         return STEP_CLOSED;
     }
-    conn_request_done(c, c->keep_alive);
+    pd_conn_request_done(c, c->keep_alive);
     return STEP_DONE;
 }
 
 /* Answer everything complete in the input, then write once.  When the
  * output backlog stopped the answering and the write then took all of it,
  * go on with the rest of the input: no event would come to resume it. */
-static void conn_process(pd_conn_t *c)
+static void pd_conn_process(pd_conn_t *c)
 {
     for (;;) {
         bool backlog = false;
@@ -440,16 +440,16 @@ static void conn_process(pd_conn_t *c)
             }
             if (evbuffer_get_length(c->in) == 0)
                 break;
-            step = c->state == C_HEAD ? conn_read_head(c) : conn_read_body(c);
+            step = c->state == C_HEAD ? pd_conn_read_head(c) : pd_conn_read_body(c);
             if (step == STEP_CLOSED)
                 return;
             if (step == STEP_MORE)
                 break;
         }
         if (c->state != C_LINGER)
-            conn_set_reading(c, !c->closing && !backlog);
-        conn_update_timer(c);
-        if (conn_flush(c) != PD_OK)
+            pd_conn_set_reading(c, !c->closing && !backlog);
+        pd_conn_update_timer(c);
+        if (pd_conn_flush(c) != PD_OK)
             return;
         if (!backlog || c->writing || c->closing || c->state == C_LINGER)
             return;
@@ -463,7 +463,7 @@ static void conn_process(pd_conn_t *c)
 /* Read once into the input buffer.  evbuffer_read would first ask the
  * kernel how much is pending (an ioctl per read); one contiguous extent of
  * PD_READ_SIZE needs no such question and keeps a head in one piece. */
-static ssize_t conn_read(pd_conn_t *c)
+static ssize_t pd_conn_read(pd_conn_t *c)
 {
     struct evbuffer_iovec v;
     ssize_t n;
@@ -483,7 +483,7 @@ static ssize_t conn_read(pd_conn_t *c)
     return n;
 }
 
-static void conn_on_read(evutil_socket_t fd, short what, void *arg)
+static void pd_conn_on_read(evutil_socket_t fd, short what, void *arg)
 {
     pd_conn_t *c = arg;
     ssize_t n;
@@ -496,7 +496,7 @@ static void conn_on_read(evutil_socket_t fd, short what, void *arg)
             pd_conn_close(c);
         return;
     }
-    n = conn_read(c);
+    n = pd_conn_read(c);
     if (n < 0) {
         if (errno == EAGAIN || errno == EINTR)
             return;
@@ -509,43 +509,43 @@ static void conn_on_read(evutil_socket_t fd, short what, void *arg)
         /* The client is done sending: answer what is complete, then close.
          * Nothing more will come, so a partial request is dropped. */
         c->closing = true;
-        conn_set_reading(c, false);
+        pd_conn_set_reading(c, false);
         if (evbuffer_get_length(c->out) == 0) {
             pd_conn_close(c);
             return;
         }
-        conn_flush(c);
+        pd_conn_flush(c);
         return;
     }
     pd_stat_add(&c->w->stats->xbytes_in, (uint64_t)n);
     if (c->state == C_BODY)
-        conn_arm(c, &c->w->cfg->idle_timeout);    /* progress on the body */
-    conn_process(c);
+        pd_conn_arm(c, &c->w->cfg->idle_timeout);    /* progress on the body */
+    pd_conn_process(c);
 }
 
-static void conn_on_write(evutil_socket_t fd, short what, void *arg)
+static void pd_conn_on_write(evutil_socket_t fd, short what, void *arg)
 {
     pd_conn_t *c = arg;
     size_t before = evbuffer_get_length(c->out);
 
-    if (conn_flush(c) != PD_OK)
+    if (pd_conn_flush(c) != PD_OK)
         return;
     if (c->state == C_LINGER)
         return;
     if (c->writing) {
         if (evbuffer_get_length(c->out) < before)
-            conn_arm(c, &c->w->cfg->idle_timeout);
+            pd_conn_arm(c, &c->w->cfg->idle_timeout);
         if (evbuffer_get_length(c->out) >= PD_OUT_LOW)
             return;
     }
     /* The backlog has drained: answer what was left unread, read again. */
     if (!c->closing)
-        conn_process(c);
+        pd_conn_process(c);
     else
-        conn_update_timer(c);
+        pd_conn_update_timer(c);
 }
 
-static void conn_on_timer(evutil_socket_t fd, short what, void *arg)
+static void pd_conn_on_timer(evutil_socket_t fd, short what, void *arg)
 {
     pd_conn_t *c = arg;
 
@@ -556,9 +556,9 @@ static void conn_on_timer(evutil_socket_t fd, short what, void *arg)
     if (c->state == C_BODY || (c->in_request && evbuffer_get_length(c->in) > 0)) {
         if (pd_log_enabled(PD_LOG_TRACE))
             pd_log(PD_LOG_TRACE, 0, "fd %d: request timed out", c->fd);
-        conn_reject(c, 408, false);
-        conn_set_reading(c, false);
-        conn_flush(c);
+        pd_conn_reject(c, 408, false);
+        pd_conn_set_reading(c, false);
+        pd_conn_flush(c);
         return;
     }
     pd_conn_close(c);       /* idle, or connected and silent */
@@ -566,7 +566,7 @@ static void conn_on_timer(evutil_socket_t fd, short what, void *arg)
 
 /* Worker shutdown for one connection: close it now unless a request is in
  * progress, which is then answered with "Connection: close". */
-static void conn_shutdown(pd_conn_t *c)
+static void pd_conn_shutdown(pd_conn_t *c)
 {
     bool busy = c->state == C_BODY ||
                 (c->state == C_HEAD && c->in_request && evbuffer_get_length(c->in) > 0);
@@ -578,8 +578,8 @@ static void conn_shutdown(pd_conn_t *c)
         return;
     }
     c->closing = true;
-    conn_set_reading(c, false);
-    conn_update_timer(c);
+    pd_conn_set_reading(c, false);
+    pd_conn_update_timer(c);
 }
 
 void pd_conn_shutdown_all(pd_worker_t *w)
@@ -589,7 +589,7 @@ void pd_conn_shutdown_all(pd_worker_t *w)
     while (c != NULL) {
         pd_conn_t *next = c->next;
 
-        conn_shutdown(c);
+        pd_conn_shutdown(c);
         c = next;
     }
 }

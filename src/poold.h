@@ -6,6 +6,10 @@
  * line, log.c formats every log line, alloc.c is the only door to the pool,
  * srvstats.c holds the per-worker counters shared with every process;
  * region.c is the per-request region allocator (region.h).
+ *
+ * Every function is named pd_..., static ones too (pd_conn_flush is
+ * conn.c's own): a name says it is the server's, its linkage says who may
+ * call it.
  */
 #ifndef PD_POOLD_H
 #define PD_POOLD_H

@@ -36,7 +36,7 @@ void pd_worker_conn_gone(pd_worker_t *w)
         event_base_loopbreak(w->base);
 }
 
-static void worker_on_accept(evutil_socket_t lfd, short what, void *arg)
+static void pd_worker_on_accept(evutil_socket_t lfd, short what, void *arg)
 {
     static const struct timeval pause = {0, 100000};
     pd_worker_t *w = arg;
@@ -75,7 +75,7 @@ static void worker_on_accept(evutil_socket_t lfd, short what, void *arg)
     }
 }
 
-static void worker_on_resume(evutil_socket_t fd, short what, void *arg)
+static void pd_worker_on_resume(evutil_socket_t fd, short what, void *arg)
 {
     pd_worker_t *w = arg;
 
@@ -83,14 +83,14 @@ static void worker_on_resume(evutil_socket_t fd, short what, void *arg)
         event_add(w->accept_ev, NULL);
 }
 
-static void worker_on_date(evutil_socket_t fd, short what, void *arg)
+static void pd_worker_on_date(evutil_socket_t fd, short what, void *arg)
 {
     pd_http_date_update(time(NULL));
 }
 
 /* libevent's own handler only records the signal and wakes the loop; the
  * work happens here, in the loop. */
-static void worker_on_stop(evutil_socket_t sig, short what, void *arg)
+static void pd_worker_on_stop(evutil_socket_t sig, short what, void *arg)
 {
     pd_worker_t *w = arg;
 
@@ -176,11 +176,11 @@ int pd_worker_run(const pd_config_t *cfg, int index, const int *lfds, int nlfds,
         pd_log(PD_LOG_ERROR, ENOMEM, "worker %d: cannot create its request region", index);
         goto fail;
     }
-    w.accept_ev = event_new(w.base, lfd, EV_READ | EV_PERSIST, worker_on_accept, &w);
-    w.resume_ev = evtimer_new(w.base, worker_on_resume, &w);
-    w.date_ev = event_new(w.base, -1, EV_PERSIST, worker_on_date, &w);
-    w.sigterm_ev = evsignal_new(w.base, SIGTERM, worker_on_stop, &w);
-    w.sigint_ev = evsignal_new(w.base, SIGINT, worker_on_stop, &w);
+    w.accept_ev = event_new(w.base, lfd, EV_READ | EV_PERSIST, pd_worker_on_accept, &w);
+    w.resume_ev = evtimer_new(w.base, pd_worker_on_resume, &w);
+    w.date_ev = event_new(w.base, -1, EV_PERSIST, pd_worker_on_date, &w);
+    w.sigterm_ev = evsignal_new(w.base, SIGTERM, pd_worker_on_stop, &w);
+    w.sigint_ev = evsignal_new(w.base, SIGINT, pd_worker_on_stop, &w);
     if (w.accept_ev == NULL || w.resume_ev == NULL || w.date_ev == NULL ||
         w.sigterm_ev == NULL || w.sigint_ev == NULL ||
         event_add(w.sigterm_ev, NULL) != 0 || event_add(w.sigint_ev, NULL) != 0 ||
