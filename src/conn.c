@@ -281,11 +281,8 @@ static void pd_conn_request_done(pd_conn_t *c, bool keep_alive)
     }
 }
 
-/* Results of the request steps below. */
-enum { STEP_MORE, STEP_DONE, STEP_CLOSED };
-
-/* Try to take a request head off the input: STEP_DONE when progress was
- * made (the caller loops), STEP_MORE when more input is needed, STEP_CLOSED
+/* Try to take a request head off the input.  Returns PD_OK when progress
+ * was made (the caller loops), PD_AGAIN when more input is needed, PD_ERROR
  * when c is gone. */
 static int pd_conn_read_head(pd_conn_t *c)
 {
@@ -304,29 +301,29 @@ static int pd_conn_read_head(pd_conn_t *c)
 
     buf = (const char *)evbuffer_pullup(c->in, (ev_ssize_t)want);
     if (buf == NULL)
-        return STEP_MORE;
+        return PD_AGAIN;
     if (!c->in_request)
         pd_conn_start_request(c);
 
     /* RFC 9112 2.2: ignore empty lines before a request line. */
     if (c->scanned == 0 && want >= 2 && buf[0] == '\r' && buf[1] == '\n') {
         evbuffer_drain(c->in, 2);
-        return STEP_DONE;
+        return PD_OK;
     }
 
     hlen = pd_http_find_head(buf, want, &c->scanned);
     if (hlen == 0) {
         if (avail >= lim.max_header) {
             pd_conn_reject(c, 431, false);
-            return STEP_DONE;
+            return PD_OK;
         }
-        return STEP_MORE;
+        return PD_AGAIN;
     }
 
     status = pd_http_parse_head(req, &c->parser, buf, hlen, &lim);
     if (status != 0) {
         pd_conn_reject(c, status, hlen > 5 && memcmp(buf, "HEAD ", 5) == 0);
-        return STEP_DONE;
+        return PD_OK;
     }
 
     pd_stat_add(&w->stats->xrequests, 1);
@@ -341,13 +338,13 @@ static int pd_conn_read_head(pd_conn_t *c)
          * malformed, only the 400 may go out. */
         if (c->pending == NULL && (c->pending = evbuffer_new()) == NULL) {
             pd_conn_close(c);
-            return STEP_CLOSED;
+            return PD_ERROR;
         }
         dst = c->pending;
         if (req->expect_continue &&
             evbuffer_add(c->out, "HTTP/1.1 100 Continue\r\n\r\n", 25) != 0) {
             pd_conn_close(c);
-            return STEP_CLOSED;
+            return PD_ERROR;
         }
     }
     sent = pd_route_dispatch(req, &ctx, dst);
@@ -358,7 +355,7 @@ static int pd_conn_read_head(pd_conn_t *c)
         /* A half-written response cannot be taken back out of the buffer. */
         pd_log(PD_LOG_WARN, ENOMEM, "fd %d: cannot build a response", c->fd);
         pd_conn_close(c);
-        return STEP_CLOSED;
+        return PD_ERROR;
     }
     if (sent == 500) {
         pd_log(PD_LOG_WARN, ENOMEM, "fd %d: out of memory, answered 500", c->fd);
@@ -373,7 +370,7 @@ static int pd_conn_read_head(pd_conn_t *c)
 
     if (!has_body) {
         pd_conn_request_done(c, ctx.keep_alive);
-        return STEP_DONE;
+        return PD_OK;
     }
     c->state = C_BODY;
     c->keep_alive = ctx.keep_alive;
@@ -381,46 +378,47 @@ static int pd_conn_read_head(pd_conn_t *c)
     c->chunked = req->chunked;
     c->body_left = req->content_length;
     memset(&c->ck, 0, sizeof(c->ck));
-    return STEP_DONE;
+    return PD_OK;
 }
 
-/* Discard body bytes; results as for pd_conn_read_head. */
+/* Discard body bytes; returns as pd_conn_read_head does. */
 static int pd_conn_read_body(pd_conn_t *c)
 {
     size_t avail = evbuffer_get_length(c->in);
     int status = 0;
+    int rc;
 
     if (avail == 0)
-        return STEP_MORE;
+        return PD_AGAIN;
     if (!c->chunked) {
         size_t n = avail < c->body_left ? avail : (size_t)c->body_left;
 
         evbuffer_drain(c->in, n);
         c->body_left -= n;
         if (c->body_left > 0)
-            return STEP_DONE;
+            return PD_OK;
     } else {
         struct evbuffer_iovec v;
         size_t used;
 
         if (evbuffer_peek(c->in, -1, NULL, &v, 1) < 1)
-            return STEP_MORE;
-        used = pd_chunked_feed(&c->ck, v.iov_base, v.iov_len, c->w->cfg->max_body,
-                               c->w->cfg->max_header, &status);
+            return PD_AGAIN;
+        rc = pd_chunked_feed(&c->ck, v.iov_base, v.iov_len, c->w->cfg->max_body,
+                             c->w->cfg->max_header, &used, &status);
         evbuffer_drain(c->in, used);
-        if (status == 400 || status == 413) {
+        if (rc == PD_ERROR) {
             pd_conn_reject(c, status, c->head_only);
-            return STEP_DONE;
+            return PD_OK;
         }
-        if (status == 0)
-            return STEP_DONE;
+        if (rc == PD_AGAIN)
+            return PD_OK;   /* the next piece of the input, if any */
     }
     if (evbuffer_add_buffer(c->out, c->pending) != 0) {
         pd_conn_close(c);
-        return STEP_CLOSED;
+        return PD_ERROR;
     }
     pd_conn_request_done(c, c->keep_alive);
-    return STEP_DONE;
+    return PD_OK;
 }
 
 /* Answer everything complete in the input, then write once.  When the
@@ -432,7 +430,7 @@ static void pd_conn_process(pd_conn_t *c)
         bool backlog = false;
 
         while (!c->closing && c->state != C_LINGER) {
-            int step;
+            int rc;
 
             if (evbuffer_get_length(c->out) >= PD_OUT_HIGH) {
                 backlog = true;     /* the client is not reading: wait */
@@ -440,10 +438,10 @@ static void pd_conn_process(pd_conn_t *c)
             }
             if (evbuffer_get_length(c->in) == 0)
                 break;
-            step = c->state == C_HEAD ? pd_conn_read_head(c) : pd_conn_read_body(c);
-            if (step == STEP_CLOSED)
+            rc = c->state == C_HEAD ? pd_conn_read_head(c) : pd_conn_read_body(c);
+            if (rc == PD_ERROR)
                 return;
-            if (step == STEP_MORE)
+            if (rc == PD_AGAIN)
                 break;
         }
         if (c->state != C_LINGER)

@@ -92,30 +92,35 @@ size_t pd_http_find_head(const char *buf, size_t len, size_t *scanned)
 }
 
 /* The request line, strictly: method SP request-target SP HTTP-version CRLF.
- * Returns the length of the line with its CRLF, or minus the status. */
-static long pd_check_request_line(const char *buf, size_t len)
+ * Returns PD_OK with *line its length (CRLF included), or PD_ERROR with
+ * *status 400 or 505. */
+static int pd_check_request_line(const char *buf, size_t len, size_t *line, int *status)
 {
     const unsigned char *p = (const unsigned char *)buf;
     const unsigned char *end = p + len;
     const unsigned char *t;
 
+    *status = 400;
     if (p == end || !pd_is_tchar(*p))
-        return -400;
+        return PD_ERROR;
     while (p < end && pd_is_tchar(*p))
         p++;
     if (p == end || *p++ != ' ')
-        return -400;
+        return PD_ERROR;
     t = p;
     while (p < end && *p > ' ' && *p < 0x7f)
         p++;
     if (p == t || p == end || *p++ != ' ')
-        return -400;
+        return PD_ERROR;
     if (end - p < 10 || memcmp(p, "HTTP/", 5) != 0 || p[5] < '0' || p[5] > '9' ||
         p[6] != '.' || p[7] < '0' || p[7] > '9' || p[8] != '\r' || p[9] != '\n')
-        return -400;
-    if (p[5] != '1' || p[7] > '1')
-        return -505;
-    return (long)(p + 10 - (const unsigned char *)buf);
+        return PD_ERROR;
+    if (p[5] != '1' || p[7] > '1') {
+        *status = 505;
+        return PD_ERROR;
+    }
+    *line = (size_t)(p + 10 - (const unsigned char *)buf);
+    return PD_OK;
 }
 
 /* Every field line: name ":" OWS value OWS CRLF, no obs-fold, no bare CR or
@@ -386,16 +391,15 @@ static int pd_set_path(pd_request_t *req)
 int pd_http_parse_head(pd_request_t *req, http_parser *parser,
                        const char *buf, size_t len, const pd_limits_t *lim)
 {
-    long line;
+    size_t line;
     int status;
 
     memset(req, 0, offsetof(pd_request_t, headers));
     if (len > lim->max_header)
         return 431;
-    line = pd_check_request_line(buf, len);
-    if (line < 0)
-        return (int)-line;
-    status = pd_check_fields(buf + line, len - (size_t)line);
+    if (pd_check_request_line(buf, len, &line, &status) != PD_OK)
+        return status;
+    status = pd_check_fields(buf + line, len - line);
     if (status != 0)
         return status;
 
@@ -443,14 +447,13 @@ enum {
     CK_END_LF
 };
 
-size_t pd_chunked_feed(pd_chunked_t *ck, const char *buf, size_t len,
-                       uint64_t max_body, size_t max_trailer, int *status)
+int pd_chunked_feed(pd_chunked_t *ck, const char *buf, size_t len, uint64_t max_body,
+                    size_t max_trailer, size_t *used, int *status)
 {
     const unsigned char *p = (const unsigned char *)buf;
     const unsigned char *end = p + len;
     unsigned v;
 
-    *status = 0;
     while (p < end) {
         unsigned char c = *p;
 
@@ -487,7 +490,7 @@ size_t pd_chunked_feed(pd_chunked_t *ck, const char *buf, size_t len,
                 goto bad;
             if (ck->left > max_body - ck->total) {
                 *status = 413;
-                return (size_t)(p - (const unsigned char *)buf);
+                goto fail;
             }
             ck->total += ck->left;
             ck->line = 0;
@@ -547,16 +550,19 @@ size_t pd_chunked_feed(pd_chunked_t *ck, const char *buf, size_t len,
         case CK_END_LF:
             if (c != '\n')
                 goto bad;
-            *status = 200;
-            return (size_t)(p + 1 - (const unsigned char *)buf);
+            *used = (size_t)(p + 1 - (const unsigned char *)buf);
+            return PD_OK;
         }
         p++;
     }
-    return len;
+    *used = len;
+    return PD_AGAIN;
 
 bad:
     *status = 400;
-    return (size_t)(p - (const unsigned char *)buf);
+fail:
+    *used = (size_t)(p - (const unsigned char *)buf);
+    return PD_ERROR;
 }
 
 /* ======================================================================== */

@@ -9,7 +9,8 @@
  *
  * Every function is named pd_..., static ones too (pd_conn_flush is
  * conn.c's own): a name says it is the server's, its linkage says who may
- * call it.
+ * call it.  Server functions return PD_OK, PD_ERROR or PD_AGAIN; those
+ * that judge a request return the HTTP status to answer it with (0: none).
  */
 #ifndef PD_POOLD_H
 #define PD_POOLD_H
@@ -31,6 +32,7 @@ struct evbuffer;
 /* Return codes of server functions. */
 #define PD_OK     0
 #define PD_ERROR (-1)
+#define PD_AGAIN (-2)   /* not done yet: call again with more input */
 
 #define PD_MAX_WORKERS 256
 /* A request head may hold at most this many header fields (more → 431). */
@@ -258,11 +260,12 @@ typedef struct pd_chunked_s {
     size_t line;        /* bytes in the current extension or trailer section */
 } pd_chunked_t;
 
-/* Feed len bytes.  Returns the bytes consumed and sets *status: 0 needs
- * more, 200 the body ended after the bytes consumed (the rest belongs to
- * the next request), 400 framing error, 413 data over max_body. */
-size_t pd_chunked_feed(pd_chunked_t *ck, const char *p, size_t len,
-                       uint64_t max_body, size_t max_trailer, int *status);
+/* Feed len bytes; *used receives how many were consumed.  Returns PD_AGAIN
+ * when the body goes on (all len consumed), PD_OK when it ended after *used
+ * bytes (the rest belongs to the next request), PD_ERROR with *status 400
+ * (framing error) or 413 (data over max_body). */
+int pd_chunked_feed(pd_chunked_t *ck, const char *p, size_t len, uint64_t max_body,
+                    size_t max_trailer, size_t *used, int *status);
 
 /* Refresh the cached Date value from now; called once a second. */
 void pd_http_date_update(time_t now);

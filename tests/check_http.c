@@ -170,21 +170,25 @@ START_TEST(test_parse_limits)
 }
 END_TEST
 
-/* Feed a whole body in pieces of `step` bytes. */
+/* Feed a whole body in pieces of `step` bytes.  Returns 0 while the body
+ * is not complete, 200 once it is, else the status of the error. */
 static int chunked(const char *body, size_t step, uint64_t max, size_t *used)
 {
     pd_chunked_t ck;
     size_t len = strlen(body), off = 0;
-    int status = 0;
+    int rc = PD_AGAIN, status = 0;
 
     memset(&ck, 0, sizeof(ck));
-    while (off < len && status == 0) {
-        size_t n = len - off < step ? len - off : step;
+    while (off < len && rc == PD_AGAIN) {
+        size_t n = len - off < step ? len - off : step, took = 0;
 
-        off += pd_chunked_feed(&ck, body + off, n, max, 1024, &status);
+        rc = pd_chunked_feed(&ck, body + off, n, max, 1024, &took, &status);
+        ck_assert_uint_le(took, n);
+        ck_assert_msg(rc != PD_AGAIN || took == n, "more wanted, %zu of %zu taken", took, n);
+        off += took;
     }
     *used = off;
-    return status;
+    return rc == PD_OK ? 200 : rc == PD_ERROR ? status : 0;
 }
 
 START_TEST(test_chunked)
