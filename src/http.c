@@ -5,11 +5,16 @@
  * its CRLF, and it has no notion of poold's limits.  So the connection first
  * finds the complete head itself (pd_http_find_head), pd_http_parse_head
  * checks the request line and every field line byte by byte, hands the head
- * to http-parser for tokenising and Content-Length/Transfer-Encoding rules,
- * and then applies the semantic rules (Host, framing, expectations).  The
- * parser is paused at the end of the head: bodies are framed here, by
- * pd_chunked_feed or by counting Content-Length, never by the parser.
- * pd_http_write_head formats response heads with the cached Date.
+ * to http-parser, and then applies the semantic rules (Host, framing,
+ * expectations).  The parser gives the method, the target, the fields,
+ * Content-Length (refusing a malformed, overflowing or repeated one, and
+ * one beside Transfer-Encoding), keep-alive and the reason phrases; our own
+ * code stays where the parser is wrong, each place naming the case.  One
+ * case is left to it: it refuses "Content-Length: 5<HTAB>", trailing OWS
+ * RFC 9110 allows, and a 400 is the safe side of that.  The parser is paused
+ * at the end of the head: bodies are framed here, by pd_chunked_feed or by
+ * counting Content-Length, never by the parser.  pd_http_write_head formats
+ * response heads with the cached Date.
  */
 #include "config.h"
 
@@ -260,43 +265,20 @@ static void pd_te_token(const char *t, size_t n, void *arg)
     te->last_chunked = chunked;
 }
 
-typedef struct pd_conn_tokens_s {
-    bool close;
-    bool keep_alive;
-} pd_conn_tokens_t;
-
-static void pd_connection_token(const char *t, size_t n, void *arg)
+static void pd_close_token(const char *t, size_t n, void *arg)
 {
-    pd_conn_tokens_t *ct = arg;
-
     if (n == 5 && strncasecmp(t, "close", 5) == 0)
-        ct->close = true;
-    else if (n == 10 && strncasecmp(t, "keep-alive", 10) == 0)
-        ct->keep_alive = true;
+        *(bool *)arg = true;
 }
 
-/* Content-Length = 1*DIGIT, within 63 bits. */
-static int pd_parse_content_length(const char *v, size_t n, uint64_t *out)
+/* Host, framing, connection and expectation rules over the parsed fields;
+ * parser has parsed them and stopped at the end of the head. */
+static int pd_check_semantics(pd_request_t *req, const http_parser *parser,
+                              const pd_limits_t *lim)
 {
-    uint64_t x = 0;
-
-    if (n == 0)
-        return PD_ERROR;
-    for (size_t i = 0; i < n; i++) {
-        if (v[i] < '0' || v[i] > '9' || x > (UINT64_MAX / 2 - 9) / 10)
-            return PD_ERROR;
-        x = x * 10 + (uint64_t)(v[i] - '0');
-    }
-    *out = x;
-    return PD_OK;
-}
-
-/* Host, framing, connection and expectation rules over the parsed fields. */
-static int pd_check_semantics(pd_request_t *req, const pd_limits_t *lim)
-{
-    unsigned hosts = 0, lengths = 0;
+    unsigned hosts = 0;
     pd_te_t te = {0, 0, false};
-    pd_conn_tokens_t ct = {false, false};
+    bool close = false;
     bool expect = false, expect_bad = false;
 
     for (unsigned i = 0; i < req->nheaders; i++) {
@@ -308,14 +290,6 @@ static int pd_check_semantics(pd_request_t *req, const pd_limits_t *lim)
             if (!pd_host_is_valid(h->value, h->vlen))
                 return 400;
             hosts++;
-        } else if (pd_name_is(h, "content-length")) {
-            uint64_t cl;
-
-            if (pd_parse_content_length(h->value, h->vlen, &cl) != PD_OK)
-                return 400;
-            if (lengths++ > 0 && cl != req->content_length)
-                return 400;
-            req->content_length = cl;
         } else if (pd_name_is(h, "transfer-encoding")) {
             unsigned before = te.codings;
 
@@ -323,7 +297,7 @@ static int pd_check_semantics(pd_request_t *req, const pd_limits_t *lim)
             if (te.codings == before)
                 return 400;     /* an empty Transfer-Encoding */
         } else if (pd_name_is(h, "connection")) {
-            pd_list_each(h->value, h->vlen, pd_connection_token, &ct);
+            pd_list_each(h->value, h->vlen, pd_close_token, &close);
         } else if (pd_name_is(h, "expect")) {
             expect = true;
             if (h->vlen != 12 || strncasecmp(h->value, "100-continue", 12) != 0)
@@ -334,9 +308,11 @@ static int pd_check_semantics(pd_request_t *req, const pd_limits_t *lim)
     if (req->version_minor == 1 ? hosts != 1 : hosts > 1)
         return 400;
     if (te.codings > 0) {
-        /* RFC 9112 6.1 and 6.3: Transfer-Encoding with Content-Length, in
-         * HTTP/1.0, or without chunked last is a framing error. */
-        if (lengths > 0 || req->version_minor == 0 || !te.last_chunked || te.chunked > 1)
+        /* RFC 9112 6.1 and 6.3: Transfer-Encoding in HTTP/1.0, or without
+         * chunked last, is a framing error (with Content-Length too, which
+         * the parser has refused already).  Ours, not the parser's: it
+         * misses "chunked" followed by an HTAB. */
+        if (req->version_minor == 0 || !te.last_chunked || te.chunked > 1)
             return 400;
         if (te.codings > 1)
             return 501;     /* gzip, deflate...: not implemented */
@@ -345,7 +321,12 @@ static int pd_check_semantics(pd_request_t *req, const pd_limits_t *lim)
     if (expect_bad)
         return 417;
     req->expect_continue = expect && req->version_minor == 1;
-    req->keep_alive = req->version_minor == 1 ? !ct.close : ct.keep_alive && !ct.close;
+    /* Our own "close" on top: http-parser misses it after an HTAB ("close<HTAB>",
+     * "a,<HTAB>close") and in HTTP/1.0 lets keep-alive win over it. */
+    req->keep_alive = http_should_keep_alive(parser) && !close;
+    /* The parser refuses a malformed, overflowing or repeated Content-Length. */
+    if (parser->flags & F_CONTENTLENGTH)
+        req->content_length = parser->content_length;
     if (!req->chunked && req->content_length > lim->max_body)
         return 413;
     return 0;
@@ -422,7 +403,7 @@ int pd_http_parse_head(pd_request_t *req, http_parser *parser,
     req->method = (int)parser->method;
     req->version_minor = parser->http_minor;
 
-    status = pd_check_semantics(req, lim);
+    status = pd_check_semantics(req, parser, lim);
     if (status != 0)
         return status;
     return pd_set_path(req);
@@ -592,21 +573,9 @@ const char *pd_http_date(void)
 
 const char *pd_http_reason(int status)
 {
-    switch (status) {
-    case 100: return "Continue";
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 413: return "Content Too Large";
-    case 417: return "Expectation Failed";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 505: return "HTTP Version Not Supported";
-    default: return "Unknown";
-    }
+    if (status == 413)
+        return "Content Too Large";     /* RFC 9110's name; the parser has RFC 7231's */
+    return http_status_str((enum http_status)status);
 }
 
 /* A bounded string builder on the stack: cheaper than snprintf on the

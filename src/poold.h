@@ -273,7 +273,8 @@ void pd_http_date_update(time_t now);
 /* The cached "Sun, 06 Nov 1994 08:49:37 GMT" (29 characters). */
 const char *pd_http_date(void);
 
-/* The reason phrase of a status code ("Unknown" for codes poold never sends). */
+/* The reason phrase of a status code, from http-parser ("<unknown>" for
+ * codes it does not know). */
 const char *pd_http_reason(int status);
 
 /* Append a response head to out: status line, Server, Date, Content-Type
