@@ -72,7 +72,7 @@ void pd_config_usage(FILE *out)
           "  -b, --bind ADDR          IPv4 or IPv6 address (default: 127.0.0.1)\n"
           "      --no-pin             do not pin worker i to CPU i mod CPUs\n"
           "      --heap-size SIZE     shared pool arena, pool builds only (default: 1G)\n"
-          "      --max-header SIZE    request line and headers, else 431 (default: 8K)\n"
+          "      --max-header SIZE    request line and headers, else 414/431 (default: 8K)\n"
           "      --max-body SIZE      request body, else 413 (default: 1M)\n"
           "      --max-conns N        open connections per worker (default: 1024)\n"
           "      --header-timeout SEC complete headers within, else 408 (default: 10)\n"

@@ -56,7 +56,7 @@ struct pd_conn_s {
     bool keep_alive;            /* BODY: may the connection stay open after */
     bool head_only;             /* BODY: a HEAD request */
     struct timeval deadline;    /* HEAD: when the header timeout fires */
-    size_t scanned;             /* HEAD: bytes already searched for the end */
+    pd_head_scan_t scan;        /* HEAD: how far the head has been looked at */
     uint64_t body_left;         /* BODY with Content-Length */
     bool chunked;               /* BODY with Transfer-Encoding: chunked */
     pd_chunked_t ck;
@@ -108,7 +108,7 @@ static void pd_conn_start_request(pd_conn_t *c)
     event_base_gettimeofday_cached(c->w->base, &now);
     timeradd(&now, &c->w->cfg->header_timeout, &c->deadline);
     c->in_request = true;
-    c->scanned = 0;
+    memset(&c->scan, 0, sizeof(c->scan));
 }
 
 /* Arm the timer for the state the connection is in now. */
@@ -298,6 +298,7 @@ static int pd_conn_read_head(pd_conn_t *c)
     bool has_body;
     int status;
     int sent;
+    int rc;
 
     buf = (const char *)evbuffer_pullup(c->in, (ev_ssize_t)want);
     if (buf == NULL)
@@ -305,24 +306,24 @@ static int pd_conn_read_head(pd_conn_t *c)
     if (!c->in_request)
         pd_conn_start_request(c);
 
-    /* RFC 9112 2.2: ignore empty lines before a request line. */
-    if (c->scanned == 0 && want >= 2 && buf[0] == '\r' && buf[1] == '\n') {
-        evbuffer_drain(c->in, 2);
-        return PD_OK;
-    }
-
-    hlen = pd_http_find_head(buf, want, &c->scanned);
-    if (hlen == 0) {
-        if (avail >= lim.max_header) {
-            pd_conn_reject(c, 431, false);
+    /* RFC 9112 2.2: ignore empty lines before a request line (the scan
+     * would refuse their CR). */
+    if (buf[0] == '\r') {
+        if (want < 2)
+            return PD_AGAIN;
+        if (buf[1] == '\n') {
+            evbuffer_drain(c->in, 2);
             return PD_OK;
         }
-        return PD_AGAIN;
     }
 
-    status = pd_http_parse_head(req, &c->parser, buf, hlen, &lim);
+    rc = pd_http_scan_head(buf, want, &lim, &c->scan, &hlen, &status);
+    if (rc == PD_AGAIN)
+        return PD_AGAIN;
+    if (rc == PD_OK)
+        status = pd_http_parse_head(req, &c->parser, buf, hlen, &lim);
     if (status != 0) {
-        pd_conn_reject(c, status, hlen > 5 && memcmp(buf, "HEAD ", 5) == 0);
+        pd_conn_reject(c, status, want > 5 && memcmp(buf, "HEAD ", 5) == 0);
         return PD_OK;
     }
 
@@ -366,7 +367,7 @@ static int pd_conn_read_head(pd_conn_t *c)
                http_method_str((enum http_method)req->method),
                (int)req->target_len, req->target);
     evbuffer_drain(c->in, hlen);
-    c->scanned = 0;
+    memset(&c->scan, 0, sizeof(c->scan));
 
     if (!has_body) {
         pd_conn_request_done(c, ctx.keep_alive);

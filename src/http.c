@@ -3,7 +3,8 @@
  * Debian's http-parser 2.9.4 is built non-strict: it takes "HTXP/1.1",
  * "HTTP/2.7", a header name with a space before the colon, a chunk without
  * its CRLF, and it has no notion of poold's limits.  So the connection first
- * finds the complete head itself (pd_http_find_head), pd_http_parse_head
+ * finds the complete head itself (pd_http_scan_head, which also refuses at
+ * once the bytes that cannot begin a request), pd_http_parse_head
  * checks the request line and every field line byte by byte, hands the head
  * to http-parser, and then applies the semantic rules (Host, framing,
  * expectations).  The parser gives the method, the target, the fields,
@@ -81,51 +82,111 @@ static bool pd_name_is(const pd_header_t *h, const char *name)
 /* Head                                                                      */
 /* ======================================================================== */
 
-size_t pd_http_find_head(const char *buf, size_t len, size_t *scanned)
+/* Length of the longest method http-parser knows ("UNSUBSCRIBE"): a token
+ * that grew longer can only end in 501. */
+static size_t pd_method_max(void)
 {
-    size_t from = *scanned > 3 ? *scanned - 3 : 0;
-    const char *end;
+#define PD_METHOD_LEN(num, name, string) sizeof(#string) - 1,
+    static const size_t lens[] = {HTTP_METHOD_MAP(PD_METHOD_LEN)};
+#undef PD_METHOD_LEN
+    static size_t max;
 
-    if (len < 4 || from >= len)
-        return 0;
-    end = memmem(buf + from, len - from, "\r\n\r\n", 4);
-    if (end == NULL) {
-        *scanned = len;
-        return 0;
-    }
-    return (size_t)(end - buf) + 4;
+    if (max == 0)
+        for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
+            if (lens[i] > max)
+                max = lens[i];
+    return max;
 }
 
-/* The request line, strictly: method SP request-target SP HTTP-version CRLF.
- * Returns PD_OK with *line its length (CRLF included), or PD_ERROR with
- * *status 400 or 505. */
+/* The request line at the start of buf[0..len), strictly: method SP
+ * request-target SP HTTP-version CRLF, the target starting as one of the
+ * forms poold routes ('/', '*' or a scheme).  buf may end before the line
+ * does.  *line is in and out: on entry the bytes a previous call on the
+ * same line checked (0 the first time), so that a line trickling in is not
+ * scanned again from its start.  Returns PD_OK with *line the line's length
+ * (CRLF included); PD_AGAIN when buf ends inside a line it could still
+ * become (then *line is where to go on and *status is 400, for a caller
+ * that has no more); PD_ERROR with *status 400, 501 (a method longer than
+ * any known) or 505. */
 static int pd_check_request_line(const char *buf, size_t len, size_t *line, int *status)
 {
-    const unsigned char *p = (const unsigned char *)buf;
+    static const char version[] = "HTTP/1.1\r\n";   /* digits at 5 and 7 */
+    const unsigned char *start = (const unsigned char *)buf;
+    const unsigned char *p = start;
     const unsigned char *end = p + len;
     const unsigned char *t;
+    size_t i;
 
     *status = 400;
-    if (p == end || !pd_is_tchar(*p))
-        return PD_ERROR;
     while (p < end && pd_is_tchar(*p))
         p++;
-    if (p == end || *p++ != ' ')
+    if ((size_t)(p - start) > pd_method_max()) {
+        *status = 501;
+        return PD_ERROR;
+    }
+    if (p == end) {
+        *line = 0;
+        return PD_AGAIN;
+    }
+    if (p == start || *p++ != ' ')
         return PD_ERROR;
     t = p;
+    if (t < end && *t != '/' && *t != '*' && !((*t | 0x20) >= 'a' && (*t | 0x20) <= 'z'))
+        return PD_ERROR;
+    if (start + *line > t)
+        p = start + *line;
     while (p < end && *p > ' ' && *p < 0x7f)
         p++;
-    if (p == t || p == end || *p++ != ' ')
+    if (p == end) {
+        *line = len;
+        return PD_AGAIN;
+    }
+    if (p == t || *p != ' ')
         return PD_ERROR;
-    if (end - p < 10 || memcmp(p, "HTTP/", 5) != 0 || p[5] < '0' || p[5] > '9' ||
-        p[6] != '.' || p[7] < '0' || p[7] > '9' || p[8] != '\r' || p[9] != '\n')
-        return PD_ERROR;
+    *line = (size_t)(p - start);    /* the version is short: checked anew */
+    p++;
+    for (i = 0; i < sizeof(version) - 1 && p + i < end; i++) {
+        bool digit = i == 5 || i == 7;
+
+        if (digit ? p[i] < '0' || p[i] > '9' : p[i] != (unsigned char)version[i])
+            return PD_ERROR;
+    }
+    if (i < sizeof(version) - 1)
+        return PD_AGAIN;
     if (p[5] != '1' || p[7] > '1') {
         *status = 505;
         return PD_ERROR;
     }
-    *line = (size_t)(p + 10 - (const unsigned char *)buf);
+    *line = (size_t)(p + i - start);
     return PD_OK;
+}
+
+int pd_http_scan_head(const char *buf, size_t len, const pd_limits_t *lim,
+                      pd_head_scan_t *scan, size_t *hlen, int *status)
+{
+    size_t from = scan->searched > 3 ? scan->searched - 3 : 0;
+
+    if (!scan->line_done) {
+        int rc = pd_check_request_line(buf, len, &scan->line_ok, status);
+
+        if (rc == PD_ERROR)
+            return PD_ERROR;
+        scan->line_done = rc == PD_OK;
+    }
+    if (len >= 4 && from < len) {
+        const char *end = memmem(buf + from, len - from, "\r\n\r\n", 4);
+
+        if (end != NULL) {
+            *hlen = (size_t)(end - buf) + 4;
+            return PD_OK;
+        }
+        scan->searched = len;
+    }
+    if (len >= lim->max_header) {
+        *status = scan->line_done ? 431 : 414;
+        return PD_ERROR;
+    }
+    return PD_AGAIN;
 }
 
 /* Every field line: name ":" OWS value OWS CRLF, no obs-fold, no bare CR or
@@ -372,14 +433,14 @@ static int pd_set_path(pd_request_t *req)
 int pd_http_parse_head(pd_request_t *req, http_parser *parser,
                        const char *buf, size_t len, const pd_limits_t *lim)
 {
-    size_t line;
+    size_t line = 0;
     int status;
 
     memset(req, 0, offsetof(pd_request_t, headers));
-    if (len > lim->max_header)
-        return 431;
     if (pd_check_request_line(buf, len, &line, &status) != PD_OK)
         return status;
+    if (len > lim->max_header)
+        return line > lim->max_header ? 414 : 431;
     status = pd_check_fields(buf + line, len - line);
     if (status != 0)
         return status;

@@ -236,18 +236,34 @@ typedef struct pd_limits_s {
     uint64_t max_body;
 } pd_limits_t;
 
-/* Length of the request head at the start of buf (request line, header
- * fields and the empty line, CRLFs included), or 0 while it is incomplete.
- * *scanned carries the search position across calls for the same head so
- * that a head trickling in byte by byte is scanned once; start it at 0. */
-size_t pd_http_find_head(const char *buf, size_t len, size_t *scanned);
+/* How far a head that is still arriving has been looked at, so that one
+ * trickling in byte by byte is scanned once.  Zero it for each new head. */
+typedef struct pd_head_scan_s {
+    size_t searched;    /* bytes searched for the empty line */
+    size_t line_ok;     /* bytes of the request line checked */
+    bool line_done;     /* the request line is complete and valid */
+} pd_head_scan_t;
+
+/* Look at the request head at the start of buf[0..len), which may still be
+ * arriving; len == lim->max_header means the input holds at least that
+ * much.  Returns PD_OK with *hlen the head's length (request line, fields
+ * and the empty line, CRLFs included) once it is complete, for
+ * pd_http_parse_head; PD_AGAIN while it is not and its bytes could still
+ * begin a request; PD_ERROR with *status as soon as they cannot: 400 for
+ * bytes no request line starts with (the first byte of a TLS ClientHello
+ * decides it), 501 for a method longer than any known, 505, and at
+ * lim->max_header bytes 414 while the request line is not over, 431 when
+ * it is. */
+int pd_http_scan_head(const char *buf, size_t len, const pd_limits_t *lim,
+                      pd_head_scan_t *scan, size_t *hlen, int *status);
 
 /* Validate and parse the complete head buf[0..len) into *req with parser
  * (re-initialised here).  Returns 0 when the request may be served, or the
  * status to reject it with: 400 (malformed, RFC 9112 violations), 413 (body
- * over lim->max_body), 417 (unknown expectation), 431 (head over
- * lim->max_header or too many fields), 501 (unknown method or transfer
- * coding), 505 (HTTP version other than 1.0 and 1.1). */
+ * over lim->max_body), 414 (request line over lim->max_header), 417
+ * (unknown expectation), 431 (head over lim->max_header or too many
+ * fields), 501 (unknown method or transfer coding), 505 (HTTP version
+ * other than 1.0 and 1.1). */
 int pd_http_parse_head(pd_request_t *req, http_parser *parser,
                        const char *buf, size_t len, const pd_limits_t *lim);
 

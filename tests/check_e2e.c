@@ -729,10 +729,12 @@ END_TEST
 /* ======================================================================== */
 
 /* Send request on a new connection: the response must have `status` and
- * the connection must then be closed by the server. */
-static void expect_reject(const srv_t *s, const char *request, size_t len, int status)
+ * the connection must then be closed by the server.  Returns the
+ * milliseconds from the send to the close. */
+static long expect_reject(const srv_t *s, const char *request, size_t len, int status)
 {
     cl_t *c = cl_open(s->port);
+    long t0 = test_now_ms();
     resp_t r;
 
     cl_send(c, request, len);
@@ -741,6 +743,7 @@ static void expect_reject(const srv_t *s, const char *request, size_t len, int s
     ck_assert(has_header(&r, "Connection: close"));
     ck_assert_msg(cl_closed_within(c, REPLY_MS), "not closed after %d", status);
     cl_close(c);
+    return test_now_ms() - t0;
 }
 
 #define REJECT(s, req, status) expect_reject((s), (req), sizeof(req) - 1, (status))
@@ -777,6 +780,18 @@ START_TEST(test_malformed)
 }
 END_TEST
 
+/* before, n times 'a', after into buf; returns the length. */
+static size_t padded(char *buf, size_t cap, const char *before, size_t n, const char *after)
+{
+    size_t len = strlen(before);
+
+    ck_assert_uint_lt(len + n + strlen(after), cap);
+    memcpy(buf, before, len);
+    memset(buf + len, 'a', n);
+    strcpy(buf + len + n, after);
+    return len + n + strlen(after);
+}
+
 START_TEST(test_limits)
 {
     static char big[4096];
@@ -789,13 +804,14 @@ START_TEST(test_limits)
     srv_start(&s, "2", "--max-header", "1K", "--max-body", "100", NULL);
 
     /* 431: one field pushes the head over 1 KiB. */
-    n = (size_t)snprintf(big, sizeof(big), "GET / HTTP/1.1\r\nHost: t\r\nX-Big: ");
-    memset(big + n, 'a', 1100);
-    n += 1100;
-    n += (size_t)snprintf(big + n, sizeof(big) - n, "\r\n\r\n");
+    n = padded(big, sizeof(big), "GET / HTTP/1.1\r\nHost: t\r\nX-Big: ", 1100, "\r\n\r\n");
     expect_reject(&s, big, n, 431);
     /* 431 also before the head is complete: no end in sight after 1 KiB. */
     expect_reject(&s, big, 1500, 431);
+    /* 414 when it is the request target that is too long, whole or not. */
+    n = padded(big, sizeof(big), "GET /", 1100, " HTTP/1.1\r\nHost: t\r\n\r\n");
+    expect_reject(&s, big, n, 414);
+    expect_reject(&s, big, 1050, 414);
 
     /* 413 from Content-Length alone, before any body byte is sent. */
     c = cl_open(s.port);
@@ -823,6 +839,40 @@ START_TEST(test_limits)
     cl_send(c, big, 100);
     cl_response(c, &r, false, REPLY_MS);
     ck_assert_int_eq(r.status, 200);
+    cl_close(c);
+    srv_stop(&s);
+}
+END_TEST
+
+/* Bytes that no request line starts with are refused as soon as they
+ * arrive, long before the header timeout: a TLS ClientHello sent to the
+ * plain port, control bytes after a good request, an unknown method
+ * longer than any known. */
+START_TEST(test_not_http)
+{
+    /* The start of a ClientHello: handshake record, TLS 1.0 record version,
+     * length, ClientHello, length, TLS 1.2, then the random. */
+    static const char hello[] = "\x16\x03\x01\x00\xc8\x01\x00\x00\xc4\x03\x03"
+                                "\x5b\x90\x9d\x9b\x72\x0b\xbc\x0c\xbc\x2b\x92\xa8";
+    srv_t s;
+    cl_t *c;
+    resp_t r;
+    long t0;
+
+    srv_start(&s, "2", NULL);
+    ck_assert_int_lt(expect_reject(&s, hello, sizeof(hello) - 1, 400), 1000);
+    ck_assert_int_lt(REJECT(&s, "SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n", 501), 1000);
+
+    /* The next request on a connection is judged as early as the first. */
+    c = cl_open(s.port);
+    t0 = test_now_ms();
+    cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n\x16\x03\x01");
+    cl_response(c, &r, false, REPLY_MS);
+    ck_assert_int_eq(r.status, 200);
+    cl_response(c, &r, false, REPLY_MS);
+    ck_assert_int_eq(r.status, 400);
+    ck_assert(cl_closed_within(c, REPLY_MS));
+    ck_assert_int_lt(test_now_ms() - t0, 1000);
     cl_close(c);
     srv_stop(&s);
 }
@@ -1277,6 +1327,7 @@ Suite *make_e2e_suite(void)
     tcase_set_timeout(limits, 30);
     tcase_add_test(limits, test_malformed);
     tcase_add_test(limits, test_limits);
+    tcase_add_test(limits, test_not_http);
     tcase_add_test(limits, test_slowloris);
     tcase_add_test(limits, test_idle_timeout);
     tcase_add_test(limits, test_slow_reader);

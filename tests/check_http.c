@@ -25,20 +25,96 @@ static int parse(const char *head)
     return parse_lim(head, &lim);
 }
 
-START_TEST(test_find_head)
+/* Scan head[0..len) fed n bytes at a time through one scan state, as a
+ * connection would; returns the last result and leaves the status in
+ * *status (0 for PD_OK and PD_AGAIN) and the head length in *hlen. */
+static int scan_by(const char *head, size_t len, size_t n, size_t max, size_t *hlen,
+                   int *status)
 {
-    const char *r = "GET / HTTP/1.1\r\nHost: a\r\n\r\nGET /2";
-    size_t scanned = 0;
+    const pd_limits_t l = {max, 1 << 20};
+    pd_head_scan_t scan;
+    int rc = PD_AGAIN;
 
-    ck_assert_uint_eq(pd_http_find_head(r, strlen(r), &scanned), 27);
-    scanned = 0;
-    ck_assert_uint_eq(pd_http_find_head(r, 10, &scanned), 0);
-    ck_assert_uint_eq(scanned, 10);
-    /* Growing one byte at a time finds the end exactly once it arrives. */
-    scanned = 0;
-    for (size_t n = 1; n < 27; n++)
-        ck_assert_uint_eq(pd_http_find_head(r, n, &scanned), 0);
-    ck_assert_uint_eq(pd_http_find_head(r, 27, &scanned), 27);
+    memset(&scan, 0, sizeof(scan));
+    *status = 0;
+    *hlen = 0;
+    for (size_t have = n < len ? n : len; rc == PD_AGAIN; have += n) {
+        size_t want = have < len ? have : len;
+
+        rc = pd_http_scan_head(head, want < max ? want : max, &l, &scan, hlen, status);
+        if (want == len || want >= max)
+            break;
+    }
+    if (rc != PD_ERROR)
+        *status = 0;
+    return rc;
+}
+
+/* Every way of splitting a head gives the answer the whole head gets. */
+static int scan_all(const char *head, size_t max, size_t *hlen, int *status)
+{
+    size_t len = strlen(head);
+    int rc = scan_by(head, len, len, max, hlen, status);
+
+    for (size_t n = 1; n < len; n++) {
+        size_t h;
+        int st;
+
+        ck_assert_int_eq(scan_by(head, len, n, max, &h, &st), rc);
+        ck_assert_int_eq(st, *status);
+        ck_assert_uint_eq(h, *hlen);
+    }
+    return rc;
+}
+
+START_TEST(test_scan_head)
+{
+    static char big[1200];
+    size_t hlen;
+    int status;
+
+    ck_assert_int_eq(scan_all("GET / HTTP/1.1\r\nHost: a\r\n\r\nGET /2", 8192, &hlen, &status),
+                     PD_OK);
+    ck_assert_uint_eq(hlen, 27);
+    ck_assert_int_eq(scan_all("GET /x HTTP/1.1\r\nHost: a\r\n", 8192, &hlen, &status), PD_AGAIN);
+    ck_assert_int_eq(scan_all("OPTIONS * HTTP/1.0\r\n", 8192, &hlen, &status), PD_AGAIN);
+    ck_assert_int_eq(scan_all("GET http://a/ HTTP/1.1", 8192, &hlen, &status), PD_AGAIN);
+    ck_assert_int_eq(scan_all("UNSUBSCRIBE / HTTP/1", 8192, &hlen, &status), PD_AGAIN);
+
+    /* Refused at once: bytes no request starts with. */
+    ck_assert_int_eq(scan_all("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 8192, &hlen,
+                              &status), PD_ERROR);
+    ck_assert_int_eq(status, 400);
+    ck_assert_int_eq(scan_by("\x16", 1, 1, 8192, &hlen, &status), PD_ERROR);
+    /* An SSH banner is a token: a method longer than any, RFC 9112 3's 501. */
+    ck_assert_int_eq(scan_all("SSH-2.0-OpenSSH_9.2p1 Debian\r\n", 8192, &hlen, &status), PD_ERROR);
+    ck_assert_int_eq(status, 501);
+    ck_assert_int_eq(scan_all("GET \x16", 8192, &hlen, &status), PD_ERROR);
+    ck_assert_int_eq(status, 400);
+    ck_assert_int_eq(scan_all("GET %2f HTTP/1.1", 8192, &hlen, &status), PD_ERROR);
+    ck_assert_int_eq(scan_all("GET /a\x01b", 8192, &hlen, &status), PD_ERROR);
+    ck_assert_int_eq(scan_all("GET / HTTP/1.1\n", 8192, &hlen, &status), PD_ERROR);
+    ck_assert_int_eq(scan_all("GET / HTXP", 8192, &hlen, &status), PD_ERROR);
+    ck_assert_int_eq(scan_all("GET / HTTP/1.1 \r\n", 8192, &hlen, &status), PD_ERROR);
+    ck_assert_int_eq(status, 400);
+    ck_assert_int_eq(scan_all("GET / HTTP/2.0\r\n", 8192, &hlen, &status), PD_ERROR);
+    ck_assert_int_eq(status, 505);
+    ck_assert_int_eq(scan_all("UNSUBSCRIBED", 8192, &hlen, &status), PD_ERROR);
+    ck_assert_int_eq(status, 501);
+
+    /* Over the limit: 414 while the request line goes on, 431 after it. */
+    strcpy(big, "GET /");
+    memset(big + 5, 'a', 300);
+    ck_assert_int_eq(scan_all(big, 256, &hlen, &status), PD_ERROR);
+    ck_assert_int_eq(status, 414);
+    strcpy(big + 250, " HTTP/1.1\r\n");
+    ck_assert_int_eq(scan_all(big, 256, &hlen, &status), PD_ERROR);
+    ck_assert_int_eq(status, 414);   /* the line ends, but past the limit */
+    strcpy(big, "GET / HTTP/1.1\r\nX: ");
+    memset(big + 19, 'a', 300);
+    ck_assert_int_eq(scan_all(big, 256, &hlen, &status), PD_ERROR);
+    ck_assert_int_eq(status, 431);
+    ck_assert_int_eq(scan_by(big, 255, 255, 256, &hlen, &status), PD_AGAIN);
 }
 END_TEST
 
@@ -177,6 +253,11 @@ START_TEST(test_parse_limits)
     ck_assert_int_eq(parse_lim(head, &small), 0);
     memmove(head + 30, head + 29, strlen(head + 29) + 1);
     ck_assert_int_eq(parse_lim(head, &small), 431);
+    /* ... but 414 when the request line alone is over it. */
+    strcpy(head, "GET /");
+    memset(head + 5, 'a', 256);
+    strcpy(head + 261, " HTTP/1.1\r\nHost: a\r\n\r\n");
+    ck_assert_int_eq(parse_lim(head, &small), 414);
 
     ck_assert_int_eq(parse_lim("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n", &small), 0);
     ck_assert_int_eq(parse_lim("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 11\r\n\r\n", &small), 413);
@@ -309,7 +390,7 @@ Suite *make_http_suite(void)
     TCase *tc = tcase_create("framing");
 
     tcase_set_timeout(tc, 10);
-    tcase_add_test(tc, test_find_head);
+    tcase_add_test(tc, test_scan_head);
     tcase_add_test(tc, test_parse_good);
     tcase_add_loop_test(tc, test_parse_bad, 0, (int)(sizeof(bad) / sizeof(bad[0])));
     tcase_add_test(tc, test_parse_limits);
