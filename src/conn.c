@@ -9,7 +9,9 @@
  * and discarded as they arrive, never buffered.
  *
  * States: HEAD (waiting for a complete request head; idle between requests),
- * BODY (discarding a request body; its response waits in `pending`), LINGER
+ * BODY (discarding a request body, which must keep to its deadline and
+ * --body-min-rate however steadily it trickles; its response waits in
+ * `pending`), LINGER
  * (response sent, write side shut down, draining what the client still
  * sends so that the kernel does not reset the connection before the client
  * has read the response).  One timer serves all states.
@@ -55,9 +57,11 @@ struct pd_conn_s {
     bool writing;               /* wev is added: the socket is full */
     bool keep_alive;            /* BODY: may the connection stay open after */
     bool head_only;             /* BODY: a HEAD request */
-    struct timeval deadline;    /* HEAD: when the header timeout fires */
+    struct timeval deadline;    /* HEAD: when the header timeout fires;
+                                   BODY: --body-timeout after the head */
     pd_head_scan_t scan;        /* HEAD: how far the head has been looked at */
     uint64_t body_left;         /* BODY with Content-Length */
+    uint64_t body_in;           /* BODY: bytes of it taken, framing included */
     bool chunked;               /* BODY with Transfer-Encoding: chunked */
     pd_chunked_t ck;
     struct evbuffer *in;
@@ -111,22 +115,48 @@ static void pd_conn_start_request(pd_conn_t *c)
     memset(&c->scan, 0, sizeof(c->scan));
 }
 
+/* BODY: the deadline, pushed back by a second for every --body-min-rate
+ * bytes the body has brought, so that only a body slower than that on
+ * average runs into it (0: the deadline stays where it is). */
+static void pd_conn_body_deadline(const pd_conn_t *c, struct timeval *at)
+{
+    uint64_t rate = c->w->cfg->body_min_rate;
+    struct timeval credit = {0, 0};
+
+    if (rate > 0) {
+        uint64_t sec = c->body_in / rate;
+
+        /* Far beyond any timer, and clear of time_t's end. */
+        credit.tv_sec = sec > INT32_MAX ? INT32_MAX : (time_t)sec;
+        credit.tv_usec = (suseconds_t)(c->body_in % rate * 1000000 / rate);
+    }
+    timeradd(&c->deadline, &credit, at);
+}
+
 /* Arm the timer for the state the connection is in now. */
 static void pd_conn_update_timer(pd_conn_t *c)
 {
-    struct timeval now, left;
+    const struct timeval *idle = &c->w->cfg->idle_timeout;
+    struct timeval now, at, left;
 
     if (c->state == C_LINGER || c->writing)
         return;     /* armed when lingering / on write progress */
-    if (c->state == C_BODY || !c->in_request) {
-        pd_conn_arm(c, &c->w->cfg->idle_timeout);
+    if (c->state == C_HEAD && !c->in_request) {
+        pd_conn_arm(c, idle);
         return;
     }
+    if (c->state == C_BODY)
+        pd_conn_body_deadline(c, &at);
+    else
+        at = c->deadline;
     event_base_gettimeofday_cached(c->w->base, &now);
-    if (timercmp(&c->deadline, &now, >))
-        timersub(&c->deadline, &now, &left);
+    if (timercmp(&at, &now, >))
+        timersub(&at, &now, &left);
     else
         timerclear(&left);
+    /* A body may also pause no longer than a client may idle. */
+    if (c->state == C_BODY && timercmp(&left, idle, >))
+        left = *idle;
     pd_conn_arm(c, &left);
 }
 
@@ -293,6 +323,7 @@ static int pd_conn_read_head(pd_conn_t *c)
     size_t want = avail < lim.max_header ? avail : lim.max_header;
     pd_route_ctx_t ctx;
     struct evbuffer *dst;
+    struct timeval now;
     const char *buf;
     size_t hlen;
     bool has_body;
@@ -374,6 +405,9 @@ static int pd_conn_read_head(pd_conn_t *c)
         return PD_OK;
     }
     c->state = C_BODY;
+    event_base_gettimeofday_cached(w->base, &now);
+    timeradd(&now, &w->cfg->body_timeout, &c->deadline);
+    c->body_in = 0;
     c->keep_alive = ctx.keep_alive;
     c->head_only = req->method == HTTP_HEAD;
     c->chunked = req->chunked;
@@ -396,6 +430,7 @@ static int pd_conn_read_body(pd_conn_t *c)
 
         evbuffer_drain(c->in, n);
         c->body_left -= n;
+        c->body_in += n;
         if (c->body_left > 0)
             return PD_OK;
     } else {
@@ -407,6 +442,7 @@ static int pd_conn_read_body(pd_conn_t *c)
         rc = pd_chunked_feed(&c->ck, v.iov_base, v.iov_len, c->w->cfg->max_body,
                              c->w->cfg->max_header, &used, &status);
         evbuffer_drain(c->in, used);
+        c->body_in += used;
         if (rc == PD_ERROR) {
             pd_conn_reject(c, status, c->head_only);
             return PD_OK;
@@ -517,8 +553,6 @@ static void pd_conn_on_read(evutil_socket_t fd, short what, void *arg)
         return;
     }
     pd_stat_add(&c->w->stats->xbytes_in, (uint64_t)n);
-    if (c->state == C_BODY)
-        pd_conn_arm(c, &c->w->cfg->idle_timeout);    /* progress on the body */
     pd_conn_process(c);
 }
 

@@ -55,6 +55,8 @@ typedef struct pd_config_s {
     int max_conns;                  /* --max-conns, per worker */
     struct timeval header_timeout;  /* --header-timeout */
     struct timeval idle_timeout;    /* --idle-timeout */
+    struct timeval body_timeout;    /* --body-timeout */
+    uint64_t body_min_rate;         /* --body-min-rate, bytes a second */
     struct timeval shutdown_timeout;/* --shutdown-timeout */
     bool request_region;            /* --request-region: /heavy bumps in a
                                        per-request region */

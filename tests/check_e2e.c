@@ -915,6 +915,85 @@ START_TEST(test_slowloris)
 }
 END_TEST
 
+/* Send a head announcing `total` body bytes on c, then the body in pieces
+ * of `piece` bytes every `every_ms` (the pace is the condition under
+ * test) until the server answers or the body is sent; the answer goes to
+ * *r.  Returns the milliseconds from the head to the answer. */
+static long slow_body(cl_t *c, size_t total, size_t piece, long every_ms, resp_t *r)
+{
+    static const char body[256] = "";
+    char head[128];
+    size_t sent = 0;
+    long t0;
+
+    ck_assert_uint_le(piece, sizeof(body));
+    snprintf(head, sizeof(head), "GET /plaintext HTTP/1.1\r\nHost: t\r\nContent-Length: %zu\r\n\r\n",
+             total);
+    cl_sends(c, head);
+    t0 = test_now_ms();
+    while (sent < total) {
+        struct pollfd pfd = {c->fd, POLLIN, 0};
+        size_t n = total - sent < piece ? total - sent : piece;
+
+        cl_send(c, body, n);
+        sent += n;
+        if (poll(&pfd, 1, (int)every_ms) > 0)
+            break;
+        ck_assert_int_lt(test_now_ms() - t0, 20000);
+    }
+    cl_response(c, r, false, REPLY_MS);
+    return test_now_ms() - t0;
+}
+
+/* A body slow_body sends on a new connection is cut off: 408, then the
+ * close.  Returns the milliseconds from the head to the 408. */
+static long slow_body_cut(const srv_t *s, size_t piece, long every_ms)
+{
+    cl_t *c = cl_open(s->port);
+    resp_t r;
+    long ms = slow_body(c, 100000, piece, every_ms, &r);
+
+    ck_assert_int_eq(r.status, 408);
+    ck_assert(has_header(&r, "Connection: close"));
+    ck_assert(cl_closed_within(c, REPLY_MS));
+    cl_close(c);
+    return ms;
+}
+
+/* A body must keep to its deadline, 1 s after the head plus 1 s per 100
+ * bytes here: a trickle that keeps the connection busy is cut off all the
+ * same, with 408 and a close, while a body faster than the rate on average
+ * outlives the base second.  The idle timeout is out of the way. */
+START_TEST(test_slow_body)
+{
+    srv_t s;
+    cl_t *c;
+    resp_t r;
+    long ms;
+
+    srv_start(&s, "2", "--body-timeout", "1", "--body-min-rate", "100", "--idle-timeout", "5",
+              NULL);
+    /* One byte a second: the deadline is 1.01 s or 1.02 s. */
+    ms = slow_body_cut(&s, 1, 1000);
+    ck_assert_msg(ms >= 900 && ms < 3000, "408 after %ld ms", ms);
+    /* 40 bytes a second: 1 s plus 0.1 s per 10-byte piece, reached at
+     * 1.7 s, before the eighth piece. */
+    ms = slow_body_cut(&s, 10, 250);
+    ck_assert_msg(ms >= 1500 && ms < 4000, "408 after %ld ms", ms);
+
+    /* 500 bytes a second for 1.8 s: answered, and the connection stays. */
+    c = cl_open(s.port);
+    ms = slow_body(c, 1000, 100, 200, &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_msg(ms >= 1700, "the body took only %ld ms", ms);
+    cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n");
+    cl_response(c, &r, false, REPLY_MS);
+    ck_assert_int_eq(r.status, 200);
+    cl_close(c);
+    srv_stop(&s);
+}
+END_TEST
+
 START_TEST(test_idle_timeout)
 {
     srv_t s;
@@ -1242,6 +1321,7 @@ static const char *const bad_args[][3] = {
     {"-w", "0"}, {"-p", "70000"}, {"--bogus"}, {"-w", "12x"}, {"-w"},
     {"--max-body", "-1"}, {"--heap-size", "99999999999999999999G"},
     {"--header-timeout", "0"}, {"-b", "not-an-address"}, {"stray"},
+    {"--body-timeout", "0"}, {"--body-min-rate", "2G"},
 };
 
 START_TEST(test_cli_bad)
@@ -1329,6 +1409,7 @@ Suite *make_e2e_suite(void)
     tcase_add_test(limits, test_limits);
     tcase_add_test(limits, test_not_http);
     tcase_add_test(limits, test_slowloris);
+    tcase_add_test(limits, test_slow_body);
     tcase_add_test(limits, test_idle_timeout);
     tcase_add_test(limits, test_slow_reader);
     tcase_add_test(limits, test_max_conns);
