@@ -81,7 +81,7 @@ void pd_config_usage(FILE *out)
           "      --max-body SIZE      request body, else 413 (default: 1M)\n"
           "      --max-conns N        open connections per worker (default: 1024)\n"
           "      --header-timeout SEC complete headers within, else 408 (default: 10)\n"
-          "      --idle-timeout SEC   close idle keep-alive connections after (default: 60)\n"
+          "      --idle-timeout SEC   close idle keep-alive connections after (default: 15)\n"
           "      --body-timeout SEC   a body's deadline, else 408 (default: 10)\n"
           "      --body-min-rate SIZE  each SIZE bytes move it 1 s later (default: 1K)\n"
           "      --shutdown-timeout SEC  kill workers still busy after (default: 5)\n"
@@ -195,7 +195,7 @@ static void pd_config_defaults(pd_config_t *cfg)
     cfg->max_body = PD_MIB;
     cfg->max_conns = 1024;
     cfg->header_timeout.tv_sec = 10;
-    cfg->idle_timeout.tv_sec = 60;
+    cfg->idle_timeout.tv_sec = 15;
     cfg->body_timeout.tv_sec = 10;
     cfg->body_min_rate = PD_KIB;
     cfg->shutdown_timeout.tv_sec = 5;

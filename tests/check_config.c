@@ -37,7 +37,8 @@ START_TEST(test_defaults)
     ck_assert_uint_eq(cfg.max_body, 1 << 20);
     ck_assert_int_eq(cfg.max_conns, 1024);
     ck_assert_int_eq(cfg.header_timeout.tv_sec, 10);
-    ck_assert_int_eq(cfg.idle_timeout.tv_sec, 60);
+    ck_assert_int_eq(cfg.idle_timeout.tv_sec, 15);
+    ck_assert_int_eq(cfg.idle_timeout.tv_usec, 0);
     ck_assert_int_eq(cfg.body_timeout.tv_sec, 10);
     ck_assert_int_eq(cfg.body_timeout.tv_usec, 0);
     ck_assert_uint_eq(cfg.body_min_rate, 1024);

@@ -1014,6 +1014,29 @@ START_TEST(test_idle_timeout)
 }
 END_TEST
 
+/* Without --idle-timeout an idle keep-alive connection is closed after
+ * the documented default, 15 s: not before, and not much after. */
+START_TEST(test_idle_default)
+{
+    srv_t s;
+    cl_t *c;
+    resp_t r;
+    long ms, t0;
+
+    srv_start(&s, "2", NULL);
+    c = cl_open(s.port);
+    cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n");
+    cl_response(c, &r, false, REPLY_MS);
+    ck_assert_int_eq(r.status, 200);
+    t0 = test_now_ms();
+    ck_assert_msg(cl_closed_within(c, 20000), "still open after 20 s");
+    ms = test_now_ms() - t0;
+    ck_assert_msg(ms >= 14900, "closed after %ld ms", ms);
+    cl_close(c);
+    srv_stop(&s);
+}
+END_TEST
+
 /* A client that pipelines far more than it reads: the worker stops reading
  * from it, keeps serving others, and drops it once it has not taken any
  * output for --idle-timeout. */
@@ -1411,6 +1434,7 @@ Suite *make_e2e_suite(void)
     tcase_add_test(limits, test_slowloris);
     tcase_add_test(limits, test_slow_body);
     tcase_add_test(limits, test_idle_timeout);
+    tcase_add_test(limits, test_idle_default);
     tcase_add_test(limits, test_slow_reader);
     tcase_add_test(limits, test_max_conns);
     suite_add_tcase(s, limits);
