@@ -527,7 +527,9 @@ static void pd_conn_on_read(evutil_socket_t fd, short what, void *arg)
         char sink[4096];
         ssize_t r = read(fd, sink, sizeof(sink));
 
-        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+        if (r > 0)
+            pd_stat_add(&c->w->stats->xbytes_in, (uint64_t)r);
+        else if (r == 0 || (errno != EAGAIN && errno != EINTR))
             pd_conn_close(c);
         return;
     }
