@@ -11,10 +11,24 @@
  * States: HEAD (waiting for a complete request head; idle between requests),
  * BODY (discarding a request body, which must keep to its deadline and
  * --body-min-rate however steadily it trickles; its response waits in
- * `pending`), LINGER
- * (response sent, write side shut down, draining what the client still
- * sends so that the kernel does not reset the connection before the client
- * has read the response).  One timer serves all states.
+ * `pending`), LINGER (response sent, write side shut down, draining what
+ * the client still sends so that the kernel does not reset the connection
+ * before the client has read the response).  One timer serves all states.
+ *
+ * Not a bufferevent, although libevent's has watermarks and timeouts.  Two
+ * of our timers are deadlines that a trickling client must not push back
+ * (the header timeout, the body's), which its timeouts, re-armed by every
+ * read, cannot be; and reading stops on the output backlog (PD_OUT_HIGH,
+ * resumed below PD_OUT_LOW), where its read watermark watches the input.
+ * The rest (the idle and send timeouts, the low watermark) is done here for
+ * speed: a bufferevent writes only from its write event, a loop turn later,
+ * and asks FIONREAD before each read.  Two minimal libevent servers sending
+ * /plaintext's response to each request, one on bufferevent_socket, one
+ * doing its I/O as this file does, under wrk -t1 -c50 -d3s (server and
+ * client on CPUs of their own, perf stat on the server, medians of three):
+ * 5.1 system calls per request instead of 2.5 (an ioctl per read, an
+ * epoll_ctl to add and one to remove the write event per response), and
+ * 8.8 us of server CPU per request instead of 6.4.
  *
  * With --request-region /heavy allocates from the worker's region, which is
  * reset after every dispatch: requests are answered one at a time, so one
