@@ -1029,9 +1029,10 @@ END_TEST
 /* Send a head announcing `total` body bytes on c and wait until the
  * worker has it, then trickle the body in pieces of `piece` bytes every
  * `every_ms` until the server answers or the body is sent; the answer
- * goes to *r.  Returns the milliseconds from the head to the answer. */
+ * goes to *r, the body bytes sent to *sent.  Returns the milliseconds from
+ * the head to the answer. */
 static long slow_body(const srv_t *s, cl_t *c, size_t total, size_t piece, long every_ms,
-                      resp_t *r)
+                      resp_t *r, size_t *sent)
 {
     static const char body[100000];
     char head[128];
@@ -1044,51 +1045,63 @@ static long slow_body(const srv_t *s, cl_t *c, size_t total, size_t piece, long 
     seen_start(s, &t);
     trickle(s, &t, c, head, strlen(head), sizeof(head), 0);
     t0 = test_now_ms();
-    trickle(s, &t, c, body, total, piece, every_ms);
+    *sent = trickle(s, &t, c, body, total, piece, every_ms);
     cl_response(c, r, false, REPLY_MS);
     return test_now_ms() - t0;
 }
 
+/* test_slow_body's server: a body's deadline is 1 s after its head, and
+ * 10 ms later for every byte (100 bytes a second). */
+#define BODY_BASE_MS 1000
+#define BODY_MS_PER_BYTE 10
+
 /* A body slow_body sends on a new connection is cut off: 408, then the
- * close.  Returns the milliseconds from the head to the 408. */
+ * close, when its deadline has passed for the bytes the worker had read
+ * (all it was sent but the last piece, which may have come after the cut)
+ * and not much later.  Returns the milliseconds from the head to the 408. */
 static long slow_body_cut(const srv_t *s, size_t piece, long every_ms)
 {
     cl_t *c = cl_open(s->port);
     resp_t r;
-    long ms = slow_body(s, c, 100000, piece, every_ms, &r);
+    size_t sent;
+    long ms = slow_body(s, c, 100000, piece, every_ms, &r, &sent);
+    /* Our clock starts a /stats round trip after the worker's. */
+    long lo = BODY_BASE_MS + (long)(sent - piece) * BODY_MS_PER_BYTE - 100;
+    long hi = BODY_BASE_MS + (long)sent * BODY_MS_PER_BYTE + 2000;
 
     ck_assert_int_eq(r.status, 408);
     ck_assert(has_header(&r, "Connection: close"));
     ck_assert(cl_closed_within(c, REPLY_MS));
+    ck_assert_msg(ms >= lo && ms <= hi, "408 after %ld ms with %zu bytes sent, not in %ld-%ld ms",
+                  ms, sent, lo, hi);
     cl_close(c);
     return ms;
 }
 
-/* A body must keep to its deadline, 1 s after the head plus 1 s per 100
- * bytes here: a trickle that keeps the connection busy is cut off all the
- * same, with 408 and a close, while a body faster than the rate on average
- * outlives the base second.  The idle timeout is out of the way. */
+/* A body must keep to its deadline: a trickle that keeps the connection
+ * busy is cut off all the same, with 408 and a close, when it falls behind
+ * the rate, while a body faster than the rate outlives the base second.
+ * The idle timeout is out of the way. */
 START_TEST(test_slow_body)
 {
     srv_t s;
     cl_t *c;
     resp_t r;
+    size_t sent;
     long ms;
 
     srv_start(&s, "2", "--body-timeout", "1", "--body-min-rate", "100", "--idle-timeout", "5",
               NULL);
-    /* One byte a second: the deadline is 1.01 s or 1.02 s. */
-    ms = slow_body_cut(&s, 1, 1000);
-    ck_assert_msg(ms >= 900 && ms < 3000, "408 after %ld ms", ms);
-    /* 40 bytes a second: 1 s plus 0.1 s per 10-byte piece, reached at
-     * 1.7 s, before the eighth piece. */
-    ms = slow_body_cut(&s, 10, 250);
-    ck_assert_msg(ms >= 1500 && ms < 4000, "408 after %ld ms", ms);
+    /* One byte a second: cut off after 1.01 s or 1.02 s. */
+    slow_body_cut(&s, 1, 1000);
+    /* 40 bytes a second: cut off after 1.7 s, before the eighth piece. */
+    slow_body_cut(&s, 10, 250);
 
     /* 500 bytes a second for 1.8 s: answered, and the connection stays. */
     c = cl_open(s.port);
-    ms = slow_body(&s, c, 1000, 100, 200, &r);
+    ms = slow_body(&s, c, 1000, 100, 200, &r, &sent);
     ck_assert_int_eq(r.status, 200);
+    ck_assert_uint_eq(sent, 1000);
     ck_assert_msg(ms >= 1700, "the body took only %ld ms", ms);
     cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n");
     cl_response(c, &r, false, REPLY_MS);
