@@ -32,6 +32,8 @@ enum {
     OPT_MAX_CONNS,
     OPT_HEADER_TIMEOUT,
     OPT_IDLE_TIMEOUT,
+    OPT_BODY_TIMEOUT,
+    OPT_BODY_MIN_RATE,
     OPT_SHUTDOWN_TIMEOUT,
     OPT_REQUEST_REGION,
     OPT_REGION_BLOCK
@@ -50,6 +52,8 @@ static const struct option pd_long_opts[] = {
     {"max-conns", required_argument, NULL, OPT_MAX_CONNS},
     {"header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT},
     {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
+    {"body-timeout", required_argument, NULL, OPT_BODY_TIMEOUT},
+    {"body-min-rate", required_argument, NULL, OPT_BODY_MIN_RATE},
     {"shutdown-timeout", required_argument, NULL, OPT_SHUTDOWN_TIMEOUT},
     {"request-region", no_argument, NULL, OPT_REQUEST_REGION},
     {"region-block", required_argument, NULL, OPT_REGION_BLOCK},
@@ -64,6 +68,7 @@ void pd_config_usage(FILE *out)
     fputs("usage: poold [-w N] [-p PORT] [-b ADDR] [--no-pin] [--heap-size SIZE]\n"
           "             [--max-header SIZE] [--max-body SIZE] [--max-conns N]\n"
           "             [--header-timeout SEC] [--idle-timeout SEC]\n"
+          "             [--body-timeout SEC] [--body-min-rate SIZE]\n"
           "             [--shutdown-timeout SEC] [--request-region]\n"
           "             [--region-block SIZE] [-v] [-h] [-V]\n"
           "\n"
@@ -72,11 +77,13 @@ void pd_config_usage(FILE *out)
           "  -b, --bind ADDR          IPv4 or IPv6 address (default: 127.0.0.1)\n"
           "      --no-pin             do not pin worker i to CPU i mod CPUs\n"
           "      --heap-size SIZE     shared pool arena, pool builds only (default: 1G)\n"
-          "      --max-header SIZE    request line and headers, else 431 (default: 8K)\n"
+          "      --max-header SIZE    request line and headers, else 414/431 (default: 8K)\n"
           "      --max-body SIZE      request body, else 413 (default: 1M)\n"
           "      --max-conns N        open connections per worker (default: 1024)\n"
           "      --header-timeout SEC complete headers within, else 408 (default: 10)\n"
-          "      --idle-timeout SEC   close idle keep-alive connections after (default: 60)\n"
+          "      --idle-timeout SEC   close idle keep-alive connections after (default: 15)\n"
+          "      --body-timeout SEC   a body's deadline, else 408 (default: 10)\n"
+          "      --body-min-rate SIZE  each SIZE bytes move it 1 s later (default: 1K)\n"
           "      --shutdown-timeout SEC  kill workers still busy after (default: 5)\n"
           "      --request-region     /heavy allocates from a per-request region\n"
           "                           reset after each request (default: malloc)\n"
@@ -188,7 +195,9 @@ static void pd_config_defaults(pd_config_t *cfg)
     cfg->max_body = PD_MIB;
     cfg->max_conns = 1024;
     cfg->header_timeout.tv_sec = 10;
-    cfg->idle_timeout.tv_sec = 60;
+    cfg->idle_timeout.tv_sec = 15;
+    cfg->body_timeout.tv_sec = 10;
+    cfg->body_min_rate = PD_KIB;
     cfg->shutdown_timeout.tv_sec = 5;
     cfg->region_block = PD_REGION_BLOCK_DEFAULT;
 }
@@ -341,6 +350,14 @@ pd_config_result_t pd_config_parse(pd_config_t *cfg, int argc, char **argv,
         case OPT_IDLE_TIMEOUT:
             rc = pd_config_sec(optarg, &cfg->idle_timeout);
             expect = "seconds above 0 and at most 3600";
+            break;
+        case OPT_BODY_TIMEOUT:
+            rc = pd_config_sec(optarg, &cfg->body_timeout);
+            expect = "seconds above 0 and at most 3600";
+            break;
+        case OPT_BODY_MIN_RATE:
+            rc = pd_config_size(optarg, 0, PD_GIB, &cfg->body_min_rate);
+            expect = "a size from 0 to 1G";
             break;
         case OPT_SHUTDOWN_TIMEOUT:
             rc = pd_config_sec(optarg, &cfg->shutdown_timeout);

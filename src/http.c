@@ -3,13 +3,19 @@
  * Debian's http-parser 2.9.4 is built non-strict: it takes "HTXP/1.1",
  * "HTTP/2.7", a header name with a space before the colon, a chunk without
  * its CRLF, and it has no notion of poold's limits.  So the connection first
- * finds the complete head itself (pd_http_find_head), pd_http_parse_head
+ * finds the complete head itself (pd_http_scan_head, which also refuses at
+ * once the bytes that cannot begin a request), pd_http_parse_head
  * checks the request line and every field line byte by byte, hands the head
- * to http-parser for tokenising and Content-Length/Transfer-Encoding rules,
- * and then applies the semantic rules (Host, framing, expectations).  The
- * parser is paused at the end of the head: bodies are framed here, by
- * pd_chunked_feed or by counting Content-Length, never by the parser.
- * pd_http_write_head formats response heads with the cached Date.
+ * to http-parser, and then applies the semantic rules (Host, framing,
+ * expectations).  The parser gives the method, the target, the fields,
+ * Content-Length (refusing a malformed, overflowing or repeated one, and
+ * one beside Transfer-Encoding), keep-alive and the reason phrases; our own
+ * code stays where the parser is wrong, each place naming the case.  One
+ * case is left to it: it refuses "Content-Length: 5<HTAB>", trailing OWS
+ * RFC 9110 allows, and a 400 is the safe side of that.  The parser is paused
+ * at the end of the head: bodies are framed here, by pd_chunked_feed or by
+ * counting Content-Length, never by the parser.  pd_http_write_head formats
+ * response heads with the cached Date.
  */
 #include "config.h"
 
@@ -76,46 +82,111 @@ static bool pd_name_is(const pd_header_t *h, const char *name)
 /* Head                                                                      */
 /* ======================================================================== */
 
-size_t pd_http_find_head(const char *buf, size_t len, size_t *scanned)
+/* Length of the longest method http-parser knows ("UNSUBSCRIBE"): a token
+ * that grew longer can only end in 501. */
+static size_t pd_method_max(void)
 {
-    size_t from = *scanned > 3 ? *scanned - 3 : 0;
-    const char *end;
+#define PD_METHOD_LEN(num, name, string) sizeof(#string) - 1,
+    static const size_t lens[] = {HTTP_METHOD_MAP(PD_METHOD_LEN)};
+#undef PD_METHOD_LEN
+    static size_t max;
 
-    if (len < 4 || from >= len)
-        return 0;
-    end = memmem(buf + from, len - from, "\r\n\r\n", 4);
-    if (end == NULL) {
-        *scanned = len;
-        return 0;
-    }
-    return (size_t)(end - buf) + 4;
+    if (max == 0)
+        for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
+            if (lens[i] > max)
+                max = lens[i];
+    return max;
 }
 
-/* The request line, strictly: method SP request-target SP HTTP-version CRLF.
- * Returns the length of the line with its CRLF, or minus the status. */
-static long pd_check_request_line(const char *buf, size_t len)
+/* The request line at the start of buf[0..len), strictly: method SP
+ * request-target SP HTTP-version CRLF, the target starting as one of the
+ * forms poold routes ('/', '*' or a scheme).  buf may end before the line
+ * does.  *line is in and out: on entry the bytes a previous call on the
+ * same line checked (0 the first time), so that a line trickling in is not
+ * scanned again from its start.  Returns PD_OK with *line the line's length
+ * (CRLF included); PD_AGAIN when buf ends inside a line it could still
+ * become (then *line is where to go on and *status is 400, for a caller
+ * that has no more); PD_ERROR with *status 400, 501 (a method longer than
+ * any known) or 505. */
+static int pd_check_request_line(const char *buf, size_t len, size_t *line, int *status)
 {
-    const unsigned char *p = (const unsigned char *)buf;
+    static const char version[] = "HTTP/1.1\r\n";   /* digits at 5 and 7 */
+    const unsigned char *start = (const unsigned char *)buf;
+    const unsigned char *p = start;
     const unsigned char *end = p + len;
     const unsigned char *t;
+    size_t i;
 
-    if (p == end || !pd_is_tchar(*p))
-        return -400;
+    *status = 400;
     while (p < end && pd_is_tchar(*p))
         p++;
-    if (p == end || *p++ != ' ')
-        return -400;
+    if ((size_t)(p - start) > pd_method_max()) {
+        *status = 501;
+        return PD_ERROR;
+    }
+    if (p == end) {
+        *line = 0;
+        return PD_AGAIN;
+    }
+    if (p == start || *p++ != ' ')
+        return PD_ERROR;
     t = p;
+    if (t < end && *t != '/' && *t != '*' && !((*t | 0x20) >= 'a' && (*t | 0x20) <= 'z'))
+        return PD_ERROR;
+    if (start + *line > t)
+        p = start + *line;
     while (p < end && *p > ' ' && *p < 0x7f)
         p++;
-    if (p == t || p == end || *p++ != ' ')
-        return -400;
-    if (end - p < 10 || memcmp(p, "HTTP/", 5) != 0 || p[5] < '0' || p[5] > '9' ||
-        p[6] != '.' || p[7] < '0' || p[7] > '9' || p[8] != '\r' || p[9] != '\n')
-        return -400;
-    if (p[5] != '1' || p[7] > '1')
-        return -505;
-    return (long)(p + 10 - (const unsigned char *)buf);
+    if (p == end) {
+        *line = len;
+        return PD_AGAIN;
+    }
+    if (p == t || *p != ' ')
+        return PD_ERROR;
+    *line = (size_t)(p - start);    /* the version is short: checked anew */
+    p++;
+    for (i = 0; i < sizeof(version) - 1 && p + i < end; i++) {
+        bool digit = i == 5 || i == 7;
+
+        if (digit ? p[i] < '0' || p[i] > '9' : p[i] != (unsigned char)version[i])
+            return PD_ERROR;
+    }
+    if (i < sizeof(version) - 1)
+        return PD_AGAIN;
+    if (p[5] != '1' || p[7] > '1') {
+        *status = 505;
+        return PD_ERROR;
+    }
+    *line = (size_t)(p + i - start);
+    return PD_OK;
+}
+
+int pd_http_scan_head(const char *buf, size_t len, const pd_limits_t *lim,
+                      pd_head_scan_t *scan, size_t *hlen, int *status)
+{
+    size_t from = scan->searched > 3 ? scan->searched - 3 : 0;
+
+    if (!scan->line_done) {
+        int rc = pd_check_request_line(buf, len, &scan->line_ok, status);
+
+        if (rc == PD_ERROR)
+            return PD_ERROR;
+        scan->line_done = rc == PD_OK;
+    }
+    if (len >= 4 && from < len) {
+        const char *end = memmem(buf + from, len - from, "\r\n\r\n", 4);
+
+        if (end != NULL) {
+            *hlen = (size_t)(end - buf) + 4;
+            return PD_OK;
+        }
+        scan->searched = len;
+    }
+    if (len >= lim->max_header) {
+        *status = scan->line_done ? 431 : 414;
+        return PD_ERROR;
+    }
+    return PD_AGAIN;
 }
 
 /* Every field line: name ":" OWS value OWS CRLF, no obs-fold, no bare CR or
@@ -255,43 +326,20 @@ static void pd_te_token(const char *t, size_t n, void *arg)
     te->last_chunked = chunked;
 }
 
-typedef struct pd_conn_tokens_s {
-    bool close;
-    bool keep_alive;
-} pd_conn_tokens_t;
-
-static void pd_connection_token(const char *t, size_t n, void *arg)
+static void pd_close_token(const char *t, size_t n, void *arg)
 {
-    pd_conn_tokens_t *ct = arg;
-
     if (n == 5 && strncasecmp(t, "close", 5) == 0)
-        ct->close = true;
-    else if (n == 10 && strncasecmp(t, "keep-alive", 10) == 0)
-        ct->keep_alive = true;
+        *(bool *)arg = true;
 }
 
-/* Content-Length = 1*DIGIT, within 63 bits. */
-static int pd_parse_content_length(const char *v, size_t n, uint64_t *out)
+/* Host, framing, connection and expectation rules over the parsed fields;
+ * parser has parsed them and stopped at the end of the head. */
+static int pd_check_semantics(pd_request_t *req, const http_parser *parser,
+                              const pd_limits_t *lim)
 {
-    uint64_t x = 0;
-
-    if (n == 0)
-        return PD_ERROR;
-    for (size_t i = 0; i < n; i++) {
-        if (v[i] < '0' || v[i] > '9' || x > (UINT64_MAX / 2 - 9) / 10)
-            return PD_ERROR;
-        x = x * 10 + (uint64_t)(v[i] - '0');
-    }
-    *out = x;
-    return PD_OK;
-}
-
-/* Host, framing, connection and expectation rules over the parsed fields. */
-static int pd_check_semantics(pd_request_t *req, const pd_limits_t *lim)
-{
-    unsigned hosts = 0, lengths = 0;
+    unsigned hosts = 0;
     pd_te_t te = {0, 0, false};
-    pd_conn_tokens_t ct = {false, false};
+    bool close = false;
     bool expect = false, expect_bad = false;
 
     for (unsigned i = 0; i < req->nheaders; i++) {
@@ -303,14 +351,6 @@ static int pd_check_semantics(pd_request_t *req, const pd_limits_t *lim)
             if (!pd_host_is_valid(h->value, h->vlen))
                 return 400;
             hosts++;
-        } else if (pd_name_is(h, "content-length")) {
-            uint64_t cl;
-
-            if (pd_parse_content_length(h->value, h->vlen, &cl) != PD_OK)
-                return 400;
-            if (lengths++ > 0 && cl != req->content_length)
-                return 400;
-            req->content_length = cl;
         } else if (pd_name_is(h, "transfer-encoding")) {
             unsigned before = te.codings;
 
@@ -318,7 +358,7 @@ static int pd_check_semantics(pd_request_t *req, const pd_limits_t *lim)
             if (te.codings == before)
                 return 400;     /* an empty Transfer-Encoding */
         } else if (pd_name_is(h, "connection")) {
-            pd_list_each(h->value, h->vlen, pd_connection_token, &ct);
+            pd_list_each(h->value, h->vlen, pd_close_token, &close);
         } else if (pd_name_is(h, "expect")) {
             expect = true;
             if (h->vlen != 12 || strncasecmp(h->value, "100-continue", 12) != 0)
@@ -329,9 +369,11 @@ static int pd_check_semantics(pd_request_t *req, const pd_limits_t *lim)
     if (req->version_minor == 1 ? hosts != 1 : hosts > 1)
         return 400;
     if (te.codings > 0) {
-        /* RFC 9112 6.1 and 6.3: Transfer-Encoding with Content-Length, in
-         * HTTP/1.0, or without chunked last is a framing error. */
-        if (lengths > 0 || req->version_minor == 0 || !te.last_chunked || te.chunked > 1)
+        /* RFC 9112 6.1 and 6.3: Transfer-Encoding in HTTP/1.0, or without
+         * chunked last, is a framing error (with Content-Length too, which
+         * the parser has refused already).  Ours, not the parser's: it
+         * misses "chunked" followed by an HTAB. */
+        if (req->version_minor == 0 || !te.last_chunked || te.chunked > 1)
             return 400;
         if (te.codings > 1)
             return 501;     /* gzip, deflate...: not implemented */
@@ -340,7 +382,12 @@ static int pd_check_semantics(pd_request_t *req, const pd_limits_t *lim)
     if (expect_bad)
         return 417;
     req->expect_continue = expect && req->version_minor == 1;
-    req->keep_alive = req->version_minor == 1 ? !ct.close : ct.keep_alive && !ct.close;
+    /* Our own "close" on top: http-parser misses it after an HTAB ("close<HTAB>",
+     * "a,<HTAB>close") and in HTTP/1.0 lets keep-alive win over it. */
+    req->keep_alive = http_should_keep_alive(parser) && !close;
+    /* The parser refuses a malformed, overflowing or repeated Content-Length. */
+    if (parser->flags & F_CONTENTLENGTH)
+        req->content_length = parser->content_length;
     if (!req->chunked && req->content_length > lim->max_body)
         return 413;
     return 0;
@@ -386,16 +433,15 @@ static int pd_set_path(pd_request_t *req)
 int pd_http_parse_head(pd_request_t *req, http_parser *parser,
                        const char *buf, size_t len, const pd_limits_t *lim)
 {
-    long line;
+    size_t line = 0;
     int status;
 
     memset(req, 0, offsetof(pd_request_t, headers));
+    if (pd_check_request_line(buf, len, &line, &status) != PD_OK)
+        return status;
     if (len > lim->max_header)
-        return 431;
-    line = pd_check_request_line(buf, len);
-    if (line < 0)
-        return (int)-line;
-    status = pd_check_fields(buf + line, len - (size_t)line);
+        return line > lim->max_header ? 414 : 431;
+    status = pd_check_fields(buf + line, len - line);
     if (status != 0)
         return status;
 
@@ -418,7 +464,7 @@ int pd_http_parse_head(pd_request_t *req, http_parser *parser,
     req->method = (int)parser->method;
     req->version_minor = parser->http_minor;
 
-    status = pd_check_semantics(req, lim);
+    status = pd_check_semantics(req, parser, lim);
     if (status != 0)
         return status;
     return pd_set_path(req);
@@ -443,14 +489,13 @@ enum {
     CK_END_LF
 };
 
-size_t pd_chunked_feed(pd_chunked_t *ck, const char *buf, size_t len,
-                       uint64_t max_body, size_t max_trailer, int *status)
+int pd_chunked_feed(pd_chunked_t *ck, const char *buf, size_t len, uint64_t max_body,
+                    size_t max_trailer, size_t *used, int *status)
 {
     const unsigned char *p = (const unsigned char *)buf;
     const unsigned char *end = p + len;
     unsigned v;
 
-    *status = 0;
     while (p < end) {
         unsigned char c = *p;
 
@@ -487,7 +532,7 @@ size_t pd_chunked_feed(pd_chunked_t *ck, const char *buf, size_t len,
                 goto bad;
             if (ck->left > max_body - ck->total) {
                 *status = 413;
-                return (size_t)(p - (const unsigned char *)buf);
+                goto fail;
             }
             ck->total += ck->left;
             ck->line = 0;
@@ -547,16 +592,19 @@ size_t pd_chunked_feed(pd_chunked_t *ck, const char *buf, size_t len,
         case CK_END_LF:
             if (c != '\n')
                 goto bad;
-            *status = 200;
-            return (size_t)(p + 1 - (const unsigned char *)buf);
+            *used = (size_t)(p + 1 - (const unsigned char *)buf);
+            return PD_OK;
         }
         p++;
     }
-    return len;
+    *used = len;
+    return PD_AGAIN;
 
 bad:
     *status = 400;
-    return (size_t)(p - (const unsigned char *)buf);
+fail:
+    *used = (size_t)(p - (const unsigned char *)buf);
+    return PD_ERROR;
 }
 
 /* ======================================================================== */
@@ -586,21 +634,9 @@ const char *pd_http_date(void)
 
 const char *pd_http_reason(int status)
 {
-    switch (status) {
-    case 100: return "Continue";
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 413: return "Content Too Large";
-    case 417: return "Expectation Failed";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 505: return "HTTP Version Not Supported";
-    default: return "Unknown";
-    }
+    if (status == 413)
+        return "Content Too Large";     /* RFC 9110's name; the parser has RFC 7231's */
+    return http_status_str((enum http_status)status);
 }
 
 /* A bounded string builder on the stack: cheaper than snprintf on the

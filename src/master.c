@@ -1,8 +1,9 @@
 /* poold — the master process.
  *
  * pd_master_run reserves the allocator's arena and the shared counters,
- * binds the listening sockets, forks the workers (each pinned to a CPU),
- * prints the start-up line, then supervises: a worker that dies is logged and
+ * binds the listening sockets, forks the workers (each told which CPU to
+ * pin itself to; worker.c does the rest of a worker's start-up), prints the
+ * start-up line, then supervises: a worker that dies is logged and
  * replaced, at once when it had been serving, with back-off when it keeps
  * dying before it gets going; SIGTERM/SIGINT stop the workers
  * gracefully and kill the ones still busy after --shutdown-timeout.  Signal
@@ -20,7 +21,6 @@
 #include <unistd.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -198,44 +198,6 @@ static void pd_cpus_init(pd_master_t *m)
     }
 }
 
-/* In the child, right after fork.  Never returns. */
-static void pd_child(pd_master_t *m, int i, pid_t master)
-{
-    const pd_config_t *cfg = m->cfg;
-    struct sigaction dfl;
-
-    if (pd_alloc_attach() != PD_OK)
-        _exit(1);
-
-    /* The master's flag handlers mean nothing here; the signals stay
-     * blocked until the worker's loop can take them. */
-    memset(&dfl, 0, sizeof(dfl));
-    dfl.sa_handler = SIG_DFL;
-    sigaction(SIGTERM, &dfl, NULL);
-    sigaction(SIGINT, &dfl, NULL);
-    sigaction(SIGCHLD, &dfl, NULL);
-
-    /* Do not outlive a master killed with SIGKILL. */
-    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != master)
-        _exit(0);
-
-    if (cfg->pin && m->ncpus > 0) {
-        cpu_set_t set;
-        int cpu = m->cpus[i % m->ncpus];
-
-        CPU_ZERO(&set);
-        CPU_SET(cpu, &set);
-        if (sched_setaffinity(0, sizeof(set), &set) != 0)
-            pd_log(PD_LOG_WARN, errno, "worker %d: sched_setaffinity(CPU %d) failed", i, cpu);
-        else
-            pd_log(PD_LOG_DEBUG, 0, "worker %d pinned to CPU %d", i, cpu);
-    }
-    for (int k = 0; k < m->nlfds; k++)
-        if (k != i)
-            close(m->lfds[k]);
-    _exit(pd_worker_run(cfg, i, m->lfds[i]));
-}
-
 /* Fork worker i.  Returns its pid, or -1 (logged; retried later). */
 static pid_t pd_spawn(pd_master_t *m, int i)
 {
@@ -247,8 +209,11 @@ static pid_t pd_spawn(pd_master_t *m, int i)
         m->slots[i].restart_us = pd_now_us() + PD_BACKOFF_MAX_MS * 1000;
         return -1;
     }
-    if (pid == 0)
-        pd_child(m, i, master);
+    if (pid == 0) {
+        int cpu = m->cfg->pin && m->ncpus > 0 ? m->cpus[i % m->ncpus] : -1;
+
+        _exit(pd_worker_run(m->cfg, i, m->lfds, m->nlfds, cpu, master));
+    }
     m->slots[i].pid = pid;
     return pid;
 }

@@ -6,6 +6,11 @@
  * line, log.c formats every log line, alloc.c is the only door to the pool,
  * srvstats.c holds the per-worker counters shared with every process;
  * region.c is the per-request region allocator (region.h).
+ *
+ * Every function is named pd_..., static ones too (pd_conn_flush is
+ * conn.c's own): a name says it is the server's, its linkage says who may
+ * call it.  Server functions return PD_OK, PD_ERROR or PD_AGAIN; those
+ * that judge a request return the HTTP status to answer it with (0: none).
  */
 #ifndef PD_POOLD_H
 #define PD_POOLD_H
@@ -27,6 +32,7 @@ struct evbuffer;
 /* Return codes of server functions. */
 #define PD_OK     0
 #define PD_ERROR (-1)
+#define PD_AGAIN (-2)   /* not done yet: call again with more input */
 
 #define PD_MAX_WORKERS 256
 /* A request head may hold at most this many header fields (more → 431). */
@@ -49,6 +55,8 @@ typedef struct pd_config_s {
     int max_conns;                  /* --max-conns, per worker */
     struct timeval header_timeout;  /* --header-timeout */
     struct timeval idle_timeout;    /* --idle-timeout */
+    struct timeval body_timeout;    /* --body-timeout */
+    uint64_t body_min_rate;         /* --body-min-rate, bytes a second */
     struct timeval shutdown_timeout;/* --shutdown-timeout */
     bool request_region;            /* --request-region: /heavy bumps in a
                                        per-request region */
@@ -230,18 +238,34 @@ typedef struct pd_limits_s {
     uint64_t max_body;
 } pd_limits_t;
 
-/* Length of the request head at the start of buf (request line, header
- * fields and the empty line, CRLFs included), or 0 while it is incomplete.
- * *scanned carries the search position across calls for the same head so
- * that a head trickling in byte by byte is scanned once; start it at 0. */
-size_t pd_http_find_head(const char *buf, size_t len, size_t *scanned);
+/* How far a head that is still arriving has been looked at, so that one
+ * trickling in byte by byte is scanned once.  Zero it for each new head. */
+typedef struct pd_head_scan_s {
+    size_t searched;    /* bytes searched for the empty line */
+    size_t line_ok;     /* bytes of the request line checked */
+    bool line_done;     /* the request line is complete and valid */
+} pd_head_scan_t;
+
+/* Look at the request head at the start of buf[0..len), which may still be
+ * arriving; len == lim->max_header means the input holds at least that
+ * much.  Returns PD_OK with *hlen the head's length (request line, fields
+ * and the empty line, CRLFs included) once it is complete, for
+ * pd_http_parse_head; PD_AGAIN while it is not and its bytes could still
+ * begin a request; PD_ERROR with *status as soon as they cannot: 400 for
+ * bytes no request line starts with (the first byte of a TLS ClientHello
+ * decides it), 501 for a method longer than any known, 505, and at
+ * lim->max_header bytes 414 while the request line is not over, 431 when
+ * it is. */
+int pd_http_scan_head(const char *buf, size_t len, const pd_limits_t *lim,
+                      pd_head_scan_t *scan, size_t *hlen, int *status);
 
 /* Validate and parse the complete head buf[0..len) into *req with parser
  * (re-initialised here).  Returns 0 when the request may be served, or the
  * status to reject it with: 400 (malformed, RFC 9112 violations), 413 (body
- * over lim->max_body), 417 (unknown expectation), 431 (head over
- * lim->max_header or too many fields), 501 (unknown method or transfer
- * coding), 505 (HTTP version other than 1.0 and 1.1). */
+ * over lim->max_body), 414 (request line over lim->max_header), 417
+ * (unknown expectation), 431 (head over lim->max_header or too many
+ * fields), 501 (unknown method or transfer coding), 505 (HTTP version
+ * other than 1.0 and 1.1). */
 int pd_http_parse_head(pd_request_t *req, http_parser *parser,
                        const char *buf, size_t len, const pd_limits_t *lim);
 
@@ -254,11 +278,12 @@ typedef struct pd_chunked_s {
     size_t line;        /* bytes in the current extension or trailer section */
 } pd_chunked_t;
 
-/* Feed len bytes.  Returns the bytes consumed and sets *status: 0 needs
- * more, 200 the body ended after the bytes consumed (the rest belongs to
- * the next request), 400 framing error, 413 data over max_body. */
-size_t pd_chunked_feed(pd_chunked_t *ck, const char *p, size_t len,
-                       uint64_t max_body, size_t max_trailer, int *status);
+/* Feed len bytes; *used receives how many were consumed.  Returns PD_AGAIN
+ * when the body goes on (all len consumed), PD_OK when it ended after *used
+ * bytes (the rest belongs to the next request), PD_ERROR with *status 400
+ * (framing error) or 413 (data over max_body). */
+int pd_chunked_feed(pd_chunked_t *ck, const char *p, size_t len, uint64_t max_body,
+                    size_t max_trailer, size_t *used, int *status);
 
 /* Refresh the cached Date value from now; called once a second. */
 void pd_http_date_update(time_t now);
@@ -266,7 +291,8 @@ void pd_http_date_update(time_t now);
 /* The cached "Sun, 06 Nov 1994 08:49:37 GMT" (29 characters). */
 const char *pd_http_date(void);
 
-/* The reason phrase of a status code ("Unknown" for codes poold never sends). */
+/* The reason phrase of a status code, from http-parser ("<unknown>" for
+ * codes it does not know). */
 const char *pd_http_reason(int status);
 
 /* Append a response head to out: status line, Server, Date, Content-Type
@@ -365,11 +391,15 @@ typedef struct pd_worker_s {
  * stopping and that was its last connection. */
 void pd_worker_conn_gone(pd_worker_t *w);
 
-/* Run worker `index` on the listening socket lfd until SIGTERM/SIGINT and
- * its connections are done.  Called in the forked child with SIGTERM, SIGINT
- * and SIGCHLD blocked; unblocks them once its handlers are in place.
- * Returns the process exit status. */
-int pd_worker_run(const pd_config_t *cfg, int index, int lfd);
+/* Everything worker `index` does in the child the master forked (master is
+ * the master's pid): attach to the allocator, ask for SIGTERM should the
+ * master die, pin itself to cpu (-1: do not pin), close the other workers'
+ * listening sockets (lfds holds nlfds, its own is lfds[index]), then serve
+ * until SIGTERM/SIGINT and its connections are done.  Called with SIGTERM,
+ * SIGINT and SIGCHLD blocked; unblocks them once its handlers are in place.
+ * Returns the process exit status: 1 when it could not get going. */
+int pd_worker_run(const pd_config_t *cfg, int index, const int *lfds, int nlfds, int cpu,
+                  pid_t master);
 
 /* Take over an accepted, non-blocking socket.  Returns PD_OK, or PD_ERROR
  * after closing fd. */

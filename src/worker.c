@@ -1,7 +1,9 @@
 /* poold — a worker process.
  *
  * pd_worker_run is everything a worker does after fork: attach to the
- * allocator, build its own libevent base (a base must not cross fork), say
+ * allocator, drop the master's signal handlers, tie its life to the
+ * master's, pin itself to its CPU, close the other workers' listening
+ * sockets, build its own libevent base (a base must not cross fork), say
  * it is ready in its stats slot, accept on its listening socket, refresh
  * the Date cache every second, and on SIGTERM/SIGINT stop accepting, let
  * requests in flight finish, and return.
@@ -10,12 +12,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 
 #include <event2/event.h>
@@ -32,7 +36,7 @@ void pd_worker_conn_gone(pd_worker_t *w)
         event_base_loopbreak(w->base);
 }
 
-static void worker_on_accept(evutil_socket_t lfd, short what, void *arg)
+static void pd_worker_on_accept(evutil_socket_t lfd, short what, void *arg)
 {
     static const struct timeval pause = {0, 100000};
     pd_worker_t *w = arg;
@@ -71,7 +75,7 @@ static void worker_on_accept(evutil_socket_t lfd, short what, void *arg)
     }
 }
 
-static void worker_on_resume(evutil_socket_t fd, short what, void *arg)
+static void pd_worker_on_resume(evutil_socket_t fd, short what, void *arg)
 {
     pd_worker_t *w = arg;
 
@@ -79,14 +83,14 @@ static void worker_on_resume(evutil_socket_t fd, short what, void *arg)
         event_add(w->accept_ev, NULL);
 }
 
-static void worker_on_date(evutil_socket_t fd, short what, void *arg)
+static void pd_worker_on_date(evutil_socket_t fd, short what, void *arg)
 {
     pd_http_date_update(time(NULL));
 }
 
 /* libevent's own handler only records the signal and wakes the loop; the
  * work happens here, in the loop. */
-static void worker_on_stop(evutil_socket_t sig, short what, void *arg)
+static void pd_worker_on_stop(evutil_socket_t sig, short what, void *arg)
 {
     pd_worker_t *w = arg;
 
@@ -103,13 +107,55 @@ static void worker_on_stop(evutil_socket_t sig, short what, void *arg)
     pd_worker_conn_gone(w);
 }
 
-int pd_worker_run(const pd_config_t *cfg, int index, int lfd)
+/* What the worker does before it builds its loop; the parts that fail
+ * return PD_ERROR (the worker then exits 1), the others are logged. */
+static int pd_worker_start(int index, const int *lfds, int nlfds, int cpu, pid_t master)
+{
+    struct sigaction dfl;
+
+    if (pd_alloc_attach() != PD_OK)
+        return PD_ERROR;
+
+    /* The master's flag handlers mean nothing here; the signals stay
+     * blocked until the worker's loop can take them. */
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGTERM, &dfl, NULL);
+    sigaction(SIGINT, &dfl, NULL);
+    sigaction(SIGCHLD, &dfl, NULL);
+
+    /* Do not outlive a master killed with SIGKILL; one already gone before
+     * the death signal was asked for would never send it. */
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != master)
+        return PD_ERROR;
+
+    if (cpu >= 0) {
+        cpu_set_t set;
+
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        if (sched_setaffinity(0, sizeof(set), &set) != 0)
+            pd_log(PD_LOG_WARN, errno, "worker %d: sched_setaffinity(CPU %d) failed", index, cpu);
+        else
+            pd_log(PD_LOG_DEBUG, 0, "worker %d pinned to CPU %d", index, cpu);
+    }
+    for (int k = 0; k < nlfds; k++)
+        if (k != index)
+            close(lfds[k]);
+    return PD_OK;
+}
+
+int pd_worker_run(const pd_config_t *cfg, int index, const int *lfds, int nlfds, int cpu,
+                  pid_t master)
 {
     pd_worker_t w;
     sigset_t set;
     struct timeval second = {1, 0};
+    int lfd = lfds[index];
     int rc = 1;
 
+    if (pd_worker_start(index, lfds, nlfds, cpu, master) != PD_OK)
+        return 1;
     memset(&w, 0, sizeof(w));
     w.cfg = cfg;
     w.index = index;
@@ -130,11 +176,11 @@ int pd_worker_run(const pd_config_t *cfg, int index, int lfd)
         pd_log(PD_LOG_ERROR, ENOMEM, "worker %d: cannot create its request region", index);
         goto fail;
     }
-    w.accept_ev = event_new(w.base, lfd, EV_READ | EV_PERSIST, worker_on_accept, &w);
-    w.resume_ev = evtimer_new(w.base, worker_on_resume, &w);
-    w.date_ev = event_new(w.base, -1, EV_PERSIST, worker_on_date, &w);
-    w.sigterm_ev = evsignal_new(w.base, SIGTERM, worker_on_stop, &w);
-    w.sigint_ev = evsignal_new(w.base, SIGINT, worker_on_stop, &w);
+    w.accept_ev = event_new(w.base, lfd, EV_READ | EV_PERSIST, pd_worker_on_accept, &w);
+    w.resume_ev = evtimer_new(w.base, pd_worker_on_resume, &w);
+    w.date_ev = event_new(w.base, -1, EV_PERSIST, pd_worker_on_date, &w);
+    w.sigterm_ev = evsignal_new(w.base, SIGTERM, pd_worker_on_stop, &w);
+    w.sigint_ev = evsignal_new(w.base, SIGINT, pd_worker_on_stop, &w);
     if (w.accept_ev == NULL || w.resume_ev == NULL || w.date_ev == NULL ||
         w.sigterm_ev == NULL || w.sigint_ev == NULL ||
         event_add(w.sigterm_ev, NULL) != 0 || event_add(w.sigint_ev, NULL) != 0 ||

@@ -37,7 +37,11 @@ START_TEST(test_defaults)
     ck_assert_uint_eq(cfg.max_body, 1 << 20);
     ck_assert_int_eq(cfg.max_conns, 1024);
     ck_assert_int_eq(cfg.header_timeout.tv_sec, 10);
-    ck_assert_int_eq(cfg.idle_timeout.tv_sec, 60);
+    ck_assert_int_eq(cfg.idle_timeout.tv_sec, 15);
+    ck_assert_int_eq(cfg.idle_timeout.tv_usec, 0);
+    ck_assert_int_eq(cfg.body_timeout.tv_sec, 10);
+    ck_assert_int_eq(cfg.body_timeout.tv_usec, 0);
+    ck_assert_uint_eq(cfg.body_min_rate, 1024);
     ck_assert_int_eq(cfg.shutdown_timeout.tv_sec, 5);
     ck_assert(!cfg.request_region);
     ck_assert_uint_eq(cfg.region_block, 4096);
@@ -64,9 +68,10 @@ START_TEST(test_long_options)
     char **argv = ARGV("--workers=256", "--port", "65535", "--bind=127.0.0.2",
                        "--no-pin", "--heap-size", "64M", "--max-header", "16K",
                        "--max-body=0", "--max-conns", "7", "--header-timeout", "0.5",
-                       "--idle-timeout=2", "--shutdown-timeout", "3600", "--verbose");
+                       "--idle-timeout=2", "--shutdown-timeout", "3600", "--verbose",
+                       "--body-timeout", "0.25", "--body-min-rate=64K");
 
-    ck_assert_int_eq(parse(19, argv), PD_CONFIG_RUN);
+    ck_assert_int_eq(parse(22, argv), PD_CONFIG_RUN);
     ck_assert_int_eq(cfg.workers, 256);
     ck_assert_int_eq(cfg.port, 65535);
     ck_assert_str_eq(cfg.bind, "127.0.0.2");
@@ -81,6 +86,14 @@ START_TEST(test_long_options)
     ck_assert_int_eq(cfg.idle_timeout.tv_sec, 2);
     ck_assert_int_eq(cfg.shutdown_timeout.tv_sec, 3600);
     ck_assert_int_eq(cfg.verbose, 1);
+    ck_assert_int_eq(cfg.body_timeout.tv_sec, 0);
+    ck_assert_int_eq(cfg.body_timeout.tv_usec, 250000);
+    ck_assert_uint_eq(cfg.body_min_rate, 65536);
+    /* A rate of 0 leaves a fixed deadline; 1G is the top. */
+    ck_assert_int_eq(parse(3, ARGV("--body-min-rate", "0")), PD_CONFIG_RUN);
+    ck_assert_uint_eq(cfg.body_min_rate, 0);
+    ck_assert_int_eq(parse(3, ARGV("--body-min-rate", "1G")), PD_CONFIG_RUN);
+    ck_assert_uint_eq(cfg.body_min_rate, 1u << 30);
 }
 END_TEST
 
@@ -189,6 +202,13 @@ static const struct {
     {{"--header-timeout", "-1"}, "--header-timeout"},
     {{"--idle-timeout", "3600.5"}, "--idle-timeout"},
     {{"--shutdown-timeout", "abc"}, "--shutdown-timeout"},
+    {{"--body-timeout", "0"}, "--body-timeout"},
+    {{"--body-timeout", "3601"}, "--body-timeout"},
+    {{"--body-timeout"}, "--body-timeout"},
+    {{"--body-min-rate", "1025M"}, "--body-min-rate"},
+    {{"--body-min-rate", "-1"}, "--body-min-rate"},
+    {{"--body-min-rate", "1.5K"}, "--body-min-rate"},
+    {{"--body"}, "--body"},
     {{"--bogus"}, "--bogus"},
     {{"--bogus=1"}, "--bogus"},
     {{"-x"}, "-x"},

@@ -3,7 +3,11 @@
  * server (Check kills the test's process group afterwards, so a failing
  * test leaves nothing behind), reads the start-up line from its stderr for
  * the port and the worker pids, and bounds every wait by a deadline.
- * Nothing here assumes the allocator: it is read from the start-up line. */
+ * A wait is a poll on something the server shows (/stats, its log, the
+ * socket), never a sleep; a sleep only paces a client whose pace is under
+ * test.  A request sent in pieces is checked to have reached the workers
+ * in pieces (trickle).  Nothing here assumes the allocator: it is read
+ * from the start-up line. */
 #include "config.h"
 
 #include <errno.h>
@@ -389,6 +393,112 @@ static int root_pid(const resp_t *r)
 }
 
 /* ======================================================================== */
+/* What the server has seen                                                  */
+/* ======================================================================== */
+
+static const char stats_req[] = "GET /stats HTTP/1.1\r\nHost: t\r\n\r\n";
+
+/* The sum over all workers of a /stats counter ("requests", "bytes_in"...). */
+static unsigned long long stats_sum(const resp_t *r, const char *name)
+{
+    unsigned long long total = 0;
+    char key[40];
+
+    snprintf(key, sizeof(key), "\"%s\":", name);
+    for (const char *p = r->body; (p = strstr(p, key)) != NULL; p += strlen(key))
+        total += strtoull(p + strlen(key), NULL, 10);
+    return total;
+}
+
+/* What the workers have read since seen_start(), besides /stats requests:
+ * a worker counts the bytes of each read in bytes_in at once, a /stats
+ * request's own among them. */
+typedef struct seen_s {
+    unsigned long long base;    /* bytes_in over all workers at the start */
+    unsigned long long stats;   /* bytes of the /stats requests since */
+    unsigned long long sent;    /* bytes the test has sent since */
+} seen_t;
+
+static void seen_start(const srv_t *s, seen_t *t)
+{
+    resp_t r;
+
+    get(s, stats_req, &r);
+    t->base = stats_sum(&r, "bytes_in");
+    t->stats = 0;
+    t->sent = 0;
+}
+
+/* Wait until the workers have read every byte sent (t->sent) and no
+ * other: what the test sends next then reaches them in a read of its own. */
+static void seen_wait(const srv_t *s, seen_t *t)
+{
+    long end = test_now_ms() + REPLY_MS;
+
+    for (;;) {
+        unsigned long long in, want;
+        resp_t r;
+
+        get(s, stats_req, &r);
+        t->stats += sizeof(stats_req) - 1;
+        in = stats_sum(&r, "bytes_in");
+        want = t->base + t->stats + t->sent;
+        if (in == want)
+            return;
+        ck_assert_msg(in < want, "the workers read %llu bytes, %llu sent", in - t->base - t->stats,
+                      t->sent);
+        ck_assert_msg(test_now_ms() < end, "the workers read %llu of %llu bytes in %d ms",
+                      in - t->base - t->stats, t->sent, REPLY_MS);
+        test_sleep_ms(2);
+    }
+}
+
+/* Send len bytes on c in pieces of `piece`, the k-th at k * every_ms (0:
+ * each once the last is read; the pace is the condition under test), and
+ * after each wait until the workers have read it, so that every piece
+ * reaches the server in a read of its own.  Stops once the server answers.
+ * Returns the bytes sent. */
+static size_t trickle(const srv_t *s, seen_t *t, cl_t *c, const char *data, size_t len,
+                      size_t piece, long every_ms)
+{
+    long t0 = test_now_ms();
+    size_t sent = 0;
+
+    for (long k = 1; sent < len; k++) {
+        struct pollfd pfd = {c->fd, POLLIN, 0};
+        size_t n = len - sent < piece ? len - sent : piece;
+        long wait;
+
+        cl_send(c, data + sent, n);
+        sent += n;
+        t->sent += n;
+        seen_wait(s, t);
+        wait = t0 + k * every_ms - test_now_ms();
+        if (poll(&pfd, 1, (int)(wait < 0 ? 0 : wait)) > 0)
+            break;
+        ck_assert_int_lt(test_now_ms() - t0, 20000);
+    }
+    return sent;
+}
+
+/* Wait until /stats counts `want` open connections over all workers (its
+ * own included), leaving the last response in *r.  Returns how many /stats
+ * requests that took. */
+static unsigned stats_wait_connections(const srv_t *s, unsigned long long want, resp_t *r)
+{
+    long end = test_now_ms() + REPLY_MS;
+    unsigned polls = 1;
+
+    for (get(s, stats_req, r); stats_sum(r, "connections") != want; get(s, stats_req, r)) {
+        ck_assert_msg(test_now_ms() < end, "%llu connections, not %llu, after %d ms",
+                      stats_sum(r, "connections"), want, REPLY_MS);
+        test_sleep_ms(2);
+        polls++;
+    }
+    return polls;
+}
+
+/* ======================================================================== */
 /* Routes                                                                    */
 /* ======================================================================== */
 
@@ -622,10 +732,19 @@ START_TEST(test_pipelined)
 }
 END_TEST
 
+/* Requests the server reads a byte at a time, or in pieces that split a
+ * chunked body: each piece is read before the next is sent (trickle checks
+ * it), and no answer comes before the last. */
 START_TEST(test_byte_at_a_time)
 {
     static const char req[] = "GET /heavy HTTP/1.1\r\nHost: t\r\nX-Slow: yes\r\n\r\n";
+    static const char *const pieces[] = {
+        "GET /plaintext HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nab",
+        "c\r\n0\r\n",
+        "\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n",
+    };
     srv_t s;
+    seen_t t;
     resp_t r;
     cl_t *c;
     int one = 1;
@@ -633,20 +752,17 @@ START_TEST(test_byte_at_a_time)
     srv_start(&s, "2", NULL);
     c = cl_open(s.port);
     setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    for (size_t i = 0; i < sizeof(req) - 1; i++) {
-        cl_send(c, req + i, 1);
-        test_sleep_ms(2);
-    }
+    seen_start(&s, &t);
+    ck_assert_uint_eq(trickle(&s, &t, c, req, sizeof(req) - 1, 1, 0), sizeof(req) - 1);
     cl_response(c, &r, false, REPLY_MS);
     ck_assert_int_eq(r.status, 200);
     ck_assert_str_eq(r.body, "Host: t\nX-Slow: yes\n");
 
     /* A body split across writes, chunked, then the next request. */
-    cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nab");
-    test_sleep_ms(20);
-    cl_sends(c, "c\r\n0\r\n");
-    test_sleep_ms(20);
-    cl_sends(c, "\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    for (int i = 0; i < 2; i++)
+        ck_assert_uint_eq(trickle(&s, &t, c, pieces[i], strlen(pieces[i]), 4096, 0),
+                          strlen(pieces[i]));
+    cl_sends(c, pieces[2]);
     cl_response(c, &r, false, REPLY_MS);
     ck_assert_str_eq(r.body, "Hello, World!");
     cl_response(c, &r, false, REPLY_MS);
@@ -729,10 +845,12 @@ END_TEST
 /* ======================================================================== */
 
 /* Send request on a new connection: the response must have `status` and
- * the connection must then be closed by the server. */
-static void expect_reject(const srv_t *s, const char *request, size_t len, int status)
+ * the connection must then be closed by the server.  Returns the
+ * milliseconds from the send to the close. */
+static long expect_reject(const srv_t *s, const char *request, size_t len, int status)
 {
     cl_t *c = cl_open(s->port);
+    long t0 = test_now_ms();
     resp_t r;
 
     cl_send(c, request, len);
@@ -741,6 +859,7 @@ static void expect_reject(const srv_t *s, const char *request, size_t len, int s
     ck_assert(has_header(&r, "Connection: close"));
     ck_assert_msg(cl_closed_within(c, REPLY_MS), "not closed after %d", status);
     cl_close(c);
+    return test_now_ms() - t0;
 }
 
 #define REJECT(s, req, status) expect_reject((s), (req), sizeof(req) - 1, (status))
@@ -777,6 +896,18 @@ START_TEST(test_malformed)
 }
 END_TEST
 
+/* before, n times 'a', after into buf; returns the length. */
+static size_t padded(char *buf, size_t cap, const char *before, size_t n, const char *after)
+{
+    size_t len = strlen(before);
+
+    ck_assert_uint_lt(len + n + strlen(after), cap);
+    memcpy(buf, before, len);
+    memset(buf + len, 'a', n);
+    strcpy(buf + len + n, after);
+    return len + n + strlen(after);
+}
+
 START_TEST(test_limits)
 {
     static char big[4096];
@@ -789,13 +920,14 @@ START_TEST(test_limits)
     srv_start(&s, "2", "--max-header", "1K", "--max-body", "100", NULL);
 
     /* 431: one field pushes the head over 1 KiB. */
-    n = (size_t)snprintf(big, sizeof(big), "GET / HTTP/1.1\r\nHost: t\r\nX-Big: ");
-    memset(big + n, 'a', 1100);
-    n += 1100;
-    n += (size_t)snprintf(big + n, sizeof(big) - n, "\r\n\r\n");
+    n = padded(big, sizeof(big), "GET / HTTP/1.1\r\nHost: t\r\nX-Big: ", 1100, "\r\n\r\n");
     expect_reject(&s, big, n, 431);
     /* 431 also before the head is complete: no end in sight after 1 KiB. */
     expect_reject(&s, big, 1500, 431);
+    /* 414 when it is the request target that is too long, whole or not. */
+    n = padded(big, sizeof(big), "GET /", 1100, " HTTP/1.1\r\nHost: t\r\n\r\n");
+    expect_reject(&s, big, n, 414);
+    expect_reject(&s, big, 1050, 414);
 
     /* 413 from Content-Length alone, before any body byte is sent. */
     c = cl_open(s.port);
@@ -828,26 +960,55 @@ START_TEST(test_limits)
 }
 END_TEST
 
-START_TEST(test_slowloris)
+/* Bytes that no request line starts with are refused as soon as they
+ * arrive, long before the header timeout: a TLS ClientHello sent to the
+ * plain port, control bytes after a good request, an unknown method
+ * longer than any known. */
+START_TEST(test_not_http)
 {
-    static const char part[] = "GET / HTTP/1.1\r\nHost: t\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    /* The start of a ClientHello: handshake record, TLS 1.0 record version,
+     * length, ClientHello, length, TLS 1.2, then the random. */
+    static const char hello[] = "\x16\x03\x01\x00\xc8\x01\x00\x00\xc4\x03\x03"
+                                "\x5b\x90\x9d\x9b\x72\x0b\xbc\x0c\xbc\x2b\x92\xa8";
     srv_t s;
     cl_t *c;
     resp_t r;
     long t0;
-    size_t i = 0;
+
+    srv_start(&s, "2", NULL);
+    ck_assert_int_lt(expect_reject(&s, hello, sizeof(hello) - 1, 400), 1000);
+    ck_assert_int_lt(REJECT(&s, "SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n", 501), 1000);
+
+    /* The next request on a connection is judged as early as the first. */
+    c = cl_open(s.port);
+    t0 = test_now_ms();
+    cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n\x16\x03\x01");
+    cl_response(c, &r, false, REPLY_MS);
+    ck_assert_int_eq(r.status, 200);
+    cl_response(c, &r, false, REPLY_MS);
+    ck_assert_int_eq(r.status, 400);
+    ck_assert(cl_closed_within(c, REPLY_MS));
+    ck_assert_int_lt(test_now_ms() - t0, 1000);
+    cl_close(c);
+    srv_stop(&s);
+}
+END_TEST
+
+START_TEST(test_slowloris)
+{
+    static const char part[] = "GET / HTTP/1.1\r\nHost: t\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    srv_t s;
+    seen_t t;
+    cl_t *c;
+    resp_t r;
+    long t0;
 
     srv_start(&s, "2", "--header-timeout", "0.5", NULL);
     c = cl_open(s.port);
+    seen_start(&s, &t);
     t0 = test_now_ms();
-    /* A byte every 50 ms: always busy, never done. */
-    while (test_now_ms() - t0 < 2000 && i < sizeof(part) - 1) {
-        struct pollfd pfd = {c->fd, POLLIN, 0};
-
-        if (poll(&pfd, 1, 50) > 0)
-            break;
-        send(c->fd, part + i++, 1, MSG_NOSIGNAL);
-    }
+    /* A byte every 50 ms, each read by the worker: always busy, never done. */
+    ck_assert_uint_lt(trickle(&s, &t, c, part, sizeof(part) - 1, 1, 50), sizeof(part) - 1);
     cl_response(c, &r, false, REPLY_MS);
     ck_assert_int_eq(r.status, 408);
     ck_assert(cl_closed_within(c, 2000));
@@ -860,6 +1021,91 @@ START_TEST(test_slowloris)
     t0 = test_now_ms();
     ck_assert(cl_closed_within(c, 2000));
     ck_assert_int_lt(test_now_ms() - t0, 1500);
+    cl_close(c);
+    srv_stop(&s);
+}
+END_TEST
+
+/* Send a head announcing `total` body bytes on c and wait until the
+ * worker has it, then trickle the body in pieces of `piece` bytes every
+ * `every_ms` until the server answers or the body is sent; the answer
+ * goes to *r, the body bytes sent to *sent.  Returns the milliseconds from
+ * the head to the answer. */
+static long slow_body(const srv_t *s, cl_t *c, size_t total, size_t piece, long every_ms,
+                      resp_t *r, size_t *sent)
+{
+    static const char body[100000];
+    char head[128];
+    seen_t t;
+    long t0;
+
+    ck_assert_uint_le(total, sizeof(body));
+    snprintf(head, sizeof(head), "GET /plaintext HTTP/1.1\r\nHost: t\r\nContent-Length: %zu\r\n\r\n",
+             total);
+    seen_start(s, &t);
+    trickle(s, &t, c, head, strlen(head), sizeof(head), 0);
+    t0 = test_now_ms();
+    *sent = trickle(s, &t, c, body, total, piece, every_ms);
+    cl_response(c, r, false, REPLY_MS);
+    return test_now_ms() - t0;
+}
+
+/* test_slow_body's server: a body's deadline is 1 s after its head, and
+ * 10 ms later for every byte (100 bytes a second). */
+#define BODY_BASE_MS 1000
+#define BODY_MS_PER_BYTE 10
+
+/* A body slow_body sends on a new connection is cut off: 408, then the
+ * close, when its deadline has passed for the bytes the worker had read
+ * (all it was sent but the last piece, which may have come after the cut)
+ * and not much later.  Returns the milliseconds from the head to the 408. */
+static long slow_body_cut(const srv_t *s, size_t piece, long every_ms)
+{
+    cl_t *c = cl_open(s->port);
+    resp_t r;
+    size_t sent;
+    long ms = slow_body(s, c, 100000, piece, every_ms, &r, &sent);
+    /* Our clock starts a /stats round trip after the worker's. */
+    long lo = BODY_BASE_MS + (long)(sent - piece) * BODY_MS_PER_BYTE - 100;
+    long hi = BODY_BASE_MS + (long)sent * BODY_MS_PER_BYTE + 2000;
+
+    ck_assert_int_eq(r.status, 408);
+    ck_assert(has_header(&r, "Connection: close"));
+    ck_assert(cl_closed_within(c, REPLY_MS));
+    ck_assert_msg(ms >= lo && ms <= hi, "408 after %ld ms with %zu bytes sent, not in %ld-%ld ms",
+                  ms, sent, lo, hi);
+    cl_close(c);
+    return ms;
+}
+
+/* A body must keep to its deadline: a trickle that keeps the connection
+ * busy is cut off all the same, with 408 and a close, when it falls behind
+ * the rate, while a body faster than the rate outlives the base second.
+ * The idle timeout is out of the way. */
+START_TEST(test_slow_body)
+{
+    srv_t s;
+    cl_t *c;
+    resp_t r;
+    size_t sent;
+    long ms;
+
+    srv_start(&s, "2", "--body-timeout", "1", "--body-min-rate", "100", "--idle-timeout", "5",
+              NULL);
+    /* One byte a second: cut off after 1.01 s or 1.02 s. */
+    slow_body_cut(&s, 1, 1000);
+    /* 40 bytes a second: cut off after 1.7 s, before the eighth piece. */
+    slow_body_cut(&s, 10, 250);
+
+    /* 500 bytes a second for 1.8 s: answered, and the connection stays. */
+    c = cl_open(s.port);
+    ms = slow_body(&s, c, 1000, 100, 200, &r, &sent);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_uint_eq(sent, 1000);
+    ck_assert_msg(ms >= 1700, "the body took only %ld ms", ms);
+    cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n");
+    cl_response(c, &r, false, REPLY_MS);
+    ck_assert_int_eq(r.status, 200);
     cl_close(c);
     srv_stop(&s);
 }
@@ -880,6 +1126,29 @@ START_TEST(test_idle_timeout)
     t0 = test_now_ms();
     ck_assert(cl_closed_within(c, 2500));
     ck_assert_int_ge(test_now_ms() - t0, 400);
+    cl_close(c);
+    srv_stop(&s);
+}
+END_TEST
+
+/* Without --idle-timeout an idle keep-alive connection is closed after
+ * the documented default, 15 s: not before, and not much after. */
+START_TEST(test_idle_default)
+{
+    srv_t s;
+    cl_t *c;
+    resp_t r;
+    long ms, t0;
+
+    srv_start(&s, "2", NULL);
+    c = cl_open(s.port);
+    cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n");
+    cl_response(c, &r, false, REPLY_MS);
+    ck_assert_int_eq(r.status, 200);
+    t0 = test_now_ms();
+    ck_assert_msg(cl_closed_within(c, 20000), "still open after 20 s");
+    ms = test_now_ms() - t0;
+    ck_assert_msg(ms >= 14900, "closed after %ld ms", ms);
     cl_close(c);
     srv_stop(&s);
 }
@@ -909,11 +1178,12 @@ START_TEST(test_slow_reader)
     while (sent < count * (sizeof(req) - 1) && test_now_ms() - t0 < 3000) {
         size_t off = sent % (sizeof(req) - 1);
         ssize_t n = send(slow->fd, req + off, sizeof(req) - 1 - off, MSG_DONTWAIT | MSG_NOSIGNAL);
+        struct pollfd pfd = {slow->fd, POLLOUT, 0};
 
         if (n > 0)
             sent += (size_t)n;
         else
-            test_sleep_ms(5);
+            poll(&pfd, 1, 100);     /* until the worker reads again, if it does */
     }
 
     /* The worker still answers someone else at once. */
@@ -923,8 +1193,10 @@ START_TEST(test_slow_reader)
     ck_assert_int_eq(r.status, 200);
     ck_assert_int_lt(test_now_ms() - t0, 1000);
 
-    test_sleep_ms(1500);
-    /* Whatever was queued drains, then the connection ends early. */
+    /* The worker drops the slow client (and `other`, idle by now): only
+     * the /stats request's own connection is left open... */
+    stats_wait_connections(&s, 1, &r);
+    /* ... whatever was queued drains, then the connection ends early. */
     t0 = test_now_ms();
     for (;;) {
         ssize_t n = cl_fill(slow, 3000);
@@ -950,6 +1222,7 @@ START_TEST(test_max_conns)
     srv_t s;
     cl_t *a, *b, *c;
     resp_t r;
+    long t0;
 
     srv_start(&s, "1", "--max-conns", "2", NULL);
     ck_assert_int_eq(s.nworkers, 1);
@@ -963,11 +1236,18 @@ START_TEST(test_max_conns)
     c = cl_open(s.port);
     ck_assert(cl_closed_within(c, 1000));
     cl_close(c);
-    /* A freed place is taken again. */
+    /* A freed place is taken again: once the worker has seen the close,
+     * which a connection closed at once tells us it has not yet. */
     cl_close(a);
-    test_sleep_ms(100);
-    c = cl_open(s.port);
-    cl_sends(c, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    t0 = test_now_ms();
+    for (;;) {
+        c = cl_open(s.port);
+        cl_sends(c, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+        if (cl_fill(c, REPLY_MS) > 0)
+            break;
+        ck_assert_msg(test_now_ms() - t0 < REPLY_MS, "no place freed after %d ms", REPLY_MS);
+        cl_close(c);
+    }
     cl_response(c, &r, false, REPLY_MS);
     ck_assert_int_eq(r.status, 200);
     cl_close(c);
@@ -1007,12 +1287,14 @@ START_TEST(test_kill_worker)
     ck_assert_msg(fresh != 0, "worker 0 did not answer within 2 s");
     ck_assert_int_ne(fresh, victim);
     ck_assert_int_ne(fresh, s.workers[1]);
-    log = srv_log(&s);
-    snprintf(want, sizeof(want), "worker 0 (pid %d) killed by signal 9", (int)victim);
-    ck_assert_msg(strstr(log, want) != NULL, "no '%s' in: %s", want, log);
-    snprintf(want, sizeof(want), "pid %d", (int)fresh);
-    ck_assert_msg(strstr(strstr(log, "killed by signal 9"), want) != NULL,
-                  "replacement %d not logged: %s", (int)fresh, log);
+    /* The master logs the death once it has forked the replacement, which
+     * may answer first. */
+    snprintf(want, sizeof(want), "worker 0 (pid %d) killed by signal 9; replaced by pid %d",
+             (int)victim, (int)fresh);
+    while ((log = srv_log(&s), strstr(log, want)) == NULL) {
+        ck_assert_msg(test_now_ms() - t0 < REPLY_MS, "no '%s' in: %s", want, log);
+        test_sleep_ms(2);
+    }
     /* /stats shows the new pid in slot 0. */
     get(&s, "GET /stats HTTP/1.1\r\nHost: t\r\n\r\n", &r);
     snprintf(want, sizeof(want), "{\"index\":0,\"pid\":%d,", (int)fresh);
@@ -1063,23 +1345,34 @@ END_TEST
 
 START_TEST(test_sigterm_in_flight)
 {
+    static const char half[] = "GET /plaintext HTTP/1.1\r\nHost: t\r\n";
     srv_t s;
+    seen_t t;
     resp_t r;
     cl_t *c;
-    int status;
+    int status, worker;
+    char want[64];
     long t0;
 
-    srv_start(&s, "2", NULL);
+    srv_start(&s, "2", "-v", NULL);     /* -v: the workers log the signal */
     c = cl_open(s.port);
     /* A first request proves a worker has taken the connection (the accept
-     * queue is dropped on shutdown); then half of a second one. */
+     * queue is dropped on shutdown) and names it; then half of a second
+     * one, which the worker must hold when the signal comes. */
     cl_sends(c, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
     cl_response(c, &r, false, REPLY_MS);
-    cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\n");
-    test_sleep_ms(100);      /* the worker holds half a request */
+    ck_assert_ptr_nonnull(strstr(r.body, "\"worker\":"));
+    worker = atoi(strstr(r.body, "\"worker\":") + 9);
+    seen_start(&s, &t);
+    trickle(&s, &t, c, half, sizeof(half) - 1, sizeof(half), 0);
     t0 = test_now_ms();
     ck_assert_int_eq(kill(s.pid, SIGTERM), 0);
-    test_sleep_ms(200);
+    /* The rest only once that worker is stopping. */
+    snprintf(want, sizeof(want), "worker %d: signal 15, finishing ", worker);
+    while (strstr(srv_log(&s), want) == NULL) {
+        ck_assert_msg(test_now_ms() - t0 < REPLY_MS, "no '%s' in: %s", want, srv_log(&s));
+        test_sleep_ms(2);
+    }
     cl_sends(c, "\r\n");
     cl_response(c, &r, false, REPLY_MS);
     ck_assert_int_eq(r.status, 200);
@@ -1100,7 +1393,9 @@ END_TEST
 
 START_TEST(test_sigint_and_straggler)
 {
+    static const char half[] = "GET /plaintext HTTP/1.1\r\nHost: t\r\n";
     srv_t s;
+    seen_t t;
     resp_t r;
     cl_t *c;
     int status;
@@ -1111,8 +1406,8 @@ START_TEST(test_sigint_and_straggler)
     c = cl_open(s.port);
     cl_sends(c, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
     cl_response(c, &r, false, REPLY_MS);
-    cl_sends(c, "GET /plaintext HTTP/1.1\r\nHost: t\r\n");
-    test_sleep_ms(100);
+    seen_start(&s, &t);
+    trickle(&s, &t, c, half, sizeof(half) - 1, sizeof(half), 0);
     t0 = test_now_ms();
     ck_assert_int_eq(kill(s.pid, SIGINT), 0);
     status = wait_exit(s.pid, 5000);
@@ -1124,32 +1419,24 @@ START_TEST(test_sigint_and_straggler)
 }
 END_TEST
 
-/* GET /stats; returns the requests it counts over all workers (itself
- * included). */
-static unsigned long stats_requests(const srv_t *s, resp_t *r)
-{
-    unsigned long total = 0;
-
-    get(s, "GET /stats HTTP/1.1\r\nHost: t\r\n\r\n", r);
-    for (const char *p = r->body; (p = strstr(p, "\"requests\":")) != NULL; p++)
-        total += strtoul(p + 11, NULL, 10);
-    return total;
-}
-
 START_TEST(test_stats_counts)
 {
     srv_t s;
     resp_t r;
-    unsigned long before;
+    unsigned long long before;
+    unsigned polls;
 
     srv_start(&s, "2", NULL);
-    /* srv_start's own requests are counted too. */
-    before = stats_requests(&s, &r);
+    /* srv_start's own requests are counted too, and each /stats itself. */
+    get(&s, stats_req, &r);
+    before = stats_sum(&r, "requests");
     for (int i = 0; i < 10; i++)
         get(&s, "GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n", &r);
-    test_sleep_ms(200);      /* the workers see those clients close */
-    ck_assert_uint_eq(stats_requests(&s, &r), before + 11);
-    ck_assert_ptr_nonnull(strstr(r.body, "\"connections\":1,"));  /* this one */
+    /* Once the workers have seen those clients close, one connection is
+     * left open: the /stats request's own. */
+    polls = stats_wait_connections(&s, 1, &r);
+    ck_assert_uint_eq(stats_sum(&r, "requests"), before + 10 + polls);
+    ck_assert_ptr_nonnull(strstr(r.body, "\"connections\":1,"));
     ck_assert_ptr_null(strstr(r.body, "\"bytes_in\":0,\"bytes_out\":0}"));
     srv_stop(&s);
 }
@@ -1192,6 +1479,7 @@ static const char *const bad_args[][3] = {
     {"-w", "0"}, {"-p", "70000"}, {"--bogus"}, {"-w", "12x"}, {"-w"},
     {"--max-body", "-1"}, {"--heap-size", "99999999999999999999G"},
     {"--header-timeout", "0"}, {"-b", "not-an-address"}, {"stray"},
+    {"--body-timeout", "0"}, {"--body-min-rate", "2G"},
 };
 
 START_TEST(test_cli_bad)
@@ -1277,8 +1565,11 @@ Suite *make_e2e_suite(void)
     tcase_set_timeout(limits, 30);
     tcase_add_test(limits, test_malformed);
     tcase_add_test(limits, test_limits);
+    tcase_add_test(limits, test_not_http);
     tcase_add_test(limits, test_slowloris);
+    tcase_add_test(limits, test_slow_body);
     tcase_add_test(limits, test_idle_timeout);
+    tcase_add_test(limits, test_idle_default);
     tcase_add_test(limits, test_slow_reader);
     tcase_add_test(limits, test_max_conns);
     suite_add_tcase(s, limits);
