@@ -11,7 +11,8 @@
 # minutes each.  Packages: scripts/deps-debian.sh; a test whose package is
 # missing exits 77 (SKIP) and says so.
 # ---------------------------------------------------------------------------
-SERVER_TESTS = tests/servers/fork.sh tests/servers/shells.sh tests/servers/nginx.sh
+SERVER_TESTS = tests/servers/fork.sh tests/servers/shells.sh tests/servers/nginx.sh \
+	tests/servers/postgres.sh
 EXTRA_DIST += tests/servers/lib.sh $(SERVER_TESTS)
 if POOL_DEBUG
 check_PROGRAMS += tests/forkcontract
