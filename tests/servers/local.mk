@@ -12,7 +12,7 @@
 # missing exits 77 (SKIP) and says so.
 # ---------------------------------------------------------------------------
 SERVER_TESTS = tests/servers/fork.sh tests/servers/shells.sh tests/servers/nginx.sh \
-	tests/servers/postgres.sh
+	tests/servers/postgres.sh tests/servers/apache.sh
 EXTRA_DIST += tests/servers/lib.sh $(SERVER_TESTS)
 if POOL_DEBUG
 check_PROGRAMS += tests/forkcontract
