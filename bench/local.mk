@@ -4,6 +4,9 @@ include bench/pool.mk
 # kill-soak: SIGKILLs workers under wrk load and reports what recovery costs.
 EXTRA_DIST += bench/kill-soak bench/kill-soak.lua
 
+# prefork: nginx, PostgreSQL and Apache on every allocator (bench/README.md).
+EXTRA_DIST += bench/prefork
+
 # faultcost: what a minor page fault costs here, for the report's account
 # of a shared heap's first touches.
 noinst_PROGRAMS += bench/faultcost

@@ -1,4 +1,5 @@
-# Tests.  Four Check programs and a few scripts, all run by `make check`:
+# Tests.  Four Check programs and a few scripts, all run by `make check`
+# (and in debug builds the real servers of tests/servers/local.mk):
 #   tests/check_poold     the server: unit suites and end-to-end over sockets
 #   tests/check_region    the per-request region, alone (and under valgrind)
 #   tests/check_pool      the pool's tiers, linked without the override
@@ -8,6 +9,7 @@
 AM_TESTS_ENVIRONMENT = \
 	POOLD='$(abs_top_builddir)/src/poold'; export POOLD; \
 	SHMPOOL_LIB='$(abs_top_builddir)/shm/.libs/libshmpool.so'; export SHMPOOL_LIB; \
+	SHMPOOL_STAT='$(abs_top_builddir)/shm/shmpool-stat'; export SHMPOOL_STAT; \
 	TESTS_BUILDDIR='$(abs_top_builddir)/tests'; export TESTS_BUILDDIR; \
 	top_srcdir='$(abs_top_srcdir)'; export top_srcdir; \
 	MANDOC='$(MANDOC)'; export MANDOC; \
@@ -18,3 +20,4 @@ TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBEVENT_CFLAGS)
 
 include tests/server.mk
 include tests/pool.mk
+include tests/servers/local.mk

@@ -32,7 +32,7 @@ tests_check_override_SOURCES = tests/check_override.c tests/pattern.h
 # malloc/free pairs it can see.
 tests_check_override_CFLAGS = $(TEST_CFLAGS) -fno-builtin
 tests_check_override_LDADD = shm/libshmpool_override.la shm/libshmpool_core.la $(CHECK_LIBS)
-tests_prefork_SOURCES = tests/prefork.c tests/pattern.h
+tests_prefork_SOURCES = tests/prefork.c tests/pattern.h tests/preloaded.h
 # --- end of the contract, stress, fork and preload tests --------------------
 
 # The suites that need crash points, in a program of their own so that a

@@ -3,14 +3,14 @@
  * LD_PRELOAD=libshmpool.so SHMPOOL_MODE=children: the master must stay on
  * its private heap and every child must allocate in the shared arena.  The
  * program is not linked with the pool; it finds pool_owns and pool_attached
- * with dlsym, so it fails when the library is not really preloaded.
+ * with dlsym (tests/preloaded.h), so it fails when the library is not
+ * really preloaded.
  *
  * Exit 0 and one summary line on stdout when all is well; otherwise one line
  * per problem on stderr and exit 1.
  */
 #include "config.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "pattern.h"
+#include "preloaded.h"
 
 #define CHILDREN 4
 #define MASTER_BLOCKS 64
@@ -30,12 +31,6 @@
 #define CHILD_MAX_OPS 300000
 #define CHILD_RUN_NS 1500000000LL
 #define START_WAIT_NS 10000000000LL
-
-typedef bool (*owns_fn)(const void *);
-typedef bool (*attached_fn)(void);
-
-static owns_fn pool_owns_p;
-static attached_fn pool_attached_p;
 
 typedef struct block_s {
     char *p;
@@ -142,18 +137,8 @@ static int child_main(int id, volatile int *go)
 
 int main(void)
 {
-    pool_owns_p = (owns_fn)dlsym(RTLD_DEFAULT, "pool_owns");
-    pool_attached_p = (attached_fn)dlsym(RTLD_DEFAULT, "pool_attached");
-    if (pool_owns_p == NULL || pool_attached_p == NULL) {
-        fprintf(stderr, "prefork: libshmpool is not loaded (run with "
-                "LD_PRELOAD=libshmpool.so SHMPOOL_MODE=children)\n");
+    if (!preloaded_master("prefork"))
         return 1;
-    }
-    if (pool_attached_p()) {
-        fprintf(stderr, "prefork: the master is attached; SHMPOOL_MODE=children "
-                "keeps it private\n");
-        return 1;
-    }
     for (int i = 0; i < MASTER_BLOCKS; i++) {
         block_t *b = &master_blocks[i];
         b->size = 16 + (size_t)i * 517;

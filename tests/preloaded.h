@@ -1,0 +1,37 @@
+/* For test programs that are not linked with libshmpool and run under
+ * LD_PRELOAD=libshmpool.so SHMPOOL_MODE=children (tests/prefork.c,
+ * tests/forkcontract.c): the two pool calls they ask, found with dlsym so
+ * that a program run without the library fails instead of passing on
+ * glibc.  Header only.
+ */
+#ifndef TESTS_PRELOADED_H
+#define TESTS_PRELOADED_H
+
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+static bool (*pool_owns_p)(const void *);
+static bool (*pool_attached_p)(void);
+
+/* Find the pool and check that the calling process, the master, stayed
+ * private as children mode keeps it.  False, with one line on stderr
+ * naming prog, otherwise. */
+static inline bool preloaded_master(const char *prog)
+{
+    pool_owns_p = (bool (*)(const void *))dlsym(RTLD_DEFAULT, "pool_owns");
+    pool_attached_p = (bool (*)(void))dlsym(RTLD_DEFAULT, "pool_attached");
+    if (pool_owns_p == NULL || pool_attached_p == NULL) {
+        fprintf(stderr, "%s: libshmpool is not loaded (run with "
+                "LD_PRELOAD=libshmpool.so SHMPOOL_MODE=children)\n", prog);
+        return false;
+    }
+    if (pool_attached_p()) {
+        fprintf(stderr, "%s: the master is attached; SHMPOOL_MODE=children "
+                "keeps it private\n", prog);
+        return false;
+    }
+    return true;
+}
+
+#endif /* TESTS_PRELOADED_H */
