@@ -19,11 +19,19 @@ shm_libshmpool_core_la_CFLAGS = $(POOL_CFLAGS)
 shm_libshmpool_override_la_SOURCES = shm/override.c
 shm_libshmpool_override_la_CFLAGS = $(POOL_CFLAGS)
 
-# preload.c (SHMPOOL_MODE and friends) is linked only into the .so: poold
-# creates its own arena and must not react to those variables.
+# preload.c (SHMPOOL_MODE and friends) and wait.c (a master that waits for
+# a child reaps it) are linked only into the .so: poold creates its own
+# arena, must not react to those variables, and reaps in its own master.
 lib_LTLIBRARIES += shm/libshmpool.la
 include_HEADERS = shm/pool.h
-shm_libshmpool_la_SOURCES = shm/preload.c
+shm_libshmpool_la_SOURCES = shm/preload.c shm/wait.c
 shm_libshmpool_la_CFLAGS = $(POOL_CFLAGS)
 shm_libshmpool_la_LIBADD = shm/libshmpool_override.la shm/libshmpool_core.la
 shm_libshmpool_la_LDFLAGS = -avoid-version -pthread
+
+# shmpool-stat: a running program's arena seen from outside, installed with
+# the library.  It reads the arena's structures, so it links the tiers.
+bin_PROGRAMS += shm/shmpool-stat
+shm_shmpool_stat_SOURCES = shm/shmpool-stat.c
+shm_shmpool_stat_CFLAGS = $(AM_CFLAGS)
+shm_shmpool_stat_LDADD = shm/libshmpool_core.la

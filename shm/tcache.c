@@ -413,10 +413,11 @@ int pool_posix_memalign(void **out, size_t align, size_t size)
  * as it borrows the next chunk's prev_size word. */
 static size_t private_usable(const void *p)
 {
-    static pool_usable_fn_t libc_usable;
+    typedef size_t (*usable_fn_t)(void *);
+    static usable_fn_t libc_usable;
     static bool resolved;
     if (!pool_atomic_load_acquire(&resolved)) {
-        libc_usable = pool_prim_libc_usable_size_();
+        libc_usable = (usable_fn_t)pool_prim_next_symbol_("malloc_usable_size");
         pool_atomic_store_release(&resolved, true);
     }
     if (libc_usable != NULL)

@@ -19,19 +19,52 @@
 
 #include "prim/prim.h"
 
+/* The shared memory behind the arena: a memfd named POOL_MEMFD_NAME, so
+ * that the mapping reads "/memfd:shmpool (deleted)" in /proc/PID/maps and
+ * shmpool-stat can find it from outside.  Sized but not allocated, and
+ * created without commit charge, like MAP_NORESERVE.  -1 when memfds are
+ * not to be had: the caller maps anonymous shared memory instead. */
+static int arena_fd(size_t size)
+{
+#ifdef HAVE_MEMFD_CREATE
+    int fd = memfd_create(POOL_MEMFD_NAME, MFD_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    if (ftruncate(fd, (off_t)size) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+#else
+    (void)size;
+    return -1;
+#endif
+}
+
 int pool_prim_map_shared_(size_t size, size_t align, void **out)
 {
-    /* Over-reserve by align, then trim both ends, so the arena starts on an
-     * aligned address without MAP_FIXED guessing. */
+    /* Reserve size + align, then place the arena on an aligned address in
+     * it and trim both ends: no MAP_FIXED guessing at a free range. */
     size_t span = size + align;
     if (span < size)
         return EINVAL;
-    void *m = mmap(NULL, span, PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *m = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)
         return errno;
     uintptr_t start = (uintptr_t)m;
     uintptr_t aligned = (start + align - 1) & ~(uintptr_t)(align - 1);
+    int fd = arena_fd(size);
+    void *a = fd >= 0 ? mmap((void *)aligned, size, PROT_READ | PROT_WRITE,
+                             MAP_SHARED | MAP_FIXED, fd, 0)
+                      : mmap((void *)aligned, size, PROT_READ | PROT_WRITE,
+                             MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    int err = errno;
+    if (fd >= 0)
+        close(fd); /* the mapping keeps the memory */
+    if (a == MAP_FAILED) {
+        munmap(m, span);
+        return err;
+    }
     if (aligned > start)
         munmap(m, aligned - start);
     uintptr_t end = start + span, want_end = aligned + size;
@@ -192,12 +225,12 @@ const char *pool_prim_getenv_(const char *name)
     return getenv(name);
 }
 
-pool_usable_fn_t pool_prim_libc_usable_size_(void)
+pool_fn_t pool_prim_next_symbol_(const char *name)
 {
-    /* RTLD_NEXT skips the pool's own definition (override.c), which is
-     * the one a plain call would reach. */
-    void *sym = dlsym(RTLD_NEXT, "malloc_usable_size");
-    pool_usable_fn_t fn;
+    /* RTLD_NEXT skips the pool's own definition (override.c, wait.c),
+     * which is the one a plain call would reach. */
+    void *sym = dlsym(RTLD_NEXT, name);
+    pool_fn_t fn;
     memcpy(&fn, &sym, sizeof fn);
     return fn;
 }

@@ -11,7 +11,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Map size bytes of shared anonymous memory, MAP_NORESERVE, at an address
+/* The name the arena's memory goes by: /memfd:shmpool in /proc/PID/maps. */
+#define POOL_MEMFD_NAME "shmpool"
+
+/* Map size bytes of shared memory (a memfd named POOL_MEMFD_NAME where the
+ * system has them, else anonymous), without commit charge, at an address
  * that is a multiple of align (a power of two).  *out gets the address. */
 int pool_prim_map_shared_(size_t size, size_t align, void **out);
 /* Unmap [p, p+size). */
@@ -55,10 +59,11 @@ void pool_prim_stop_self_(void);
 void pool_prim_kill_self_(void) __attribute__((noreturn));
 /* The environment variable name, or NULL (getenv: no allocation). */
 const char *pool_prim_getenv_(const char *name);
-/* The C library's own malloc_usable_size (the next definition after the
- * pool's), or NULL when the dynamic linker cannot name it. */
-typedef size_t (*pool_usable_fn_t)(void *);
-pool_usable_fn_t pool_prim_libc_usable_size_(void);
+/* The next definition of symbol `name` after the pool's own (the C
+ * library's malloc_usable_size, waitpid ...), or NULL when the dynamic
+ * linker cannot name it.  Cast it to the function's type. */
+typedef void (*pool_fn_t)(void);
+pool_fn_t pool_prim_next_symbol_(const char *name);
 /* The OS page size (valloc, pvalloc). */
 size_t pool_prim_os_page_size_(void);
 
