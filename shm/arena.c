@@ -122,10 +122,10 @@ size_t pool_min_heap_size(void)
     return align_up(l.end, (uint64_t)1 << 20);
 }
 
-static void arena_view(pool_header_sh_t *h)
+/* Point a's fields into the arena whose header is at h. */
+static void arena_view(pool_arena_t *a, pool_header_sh_t *h)
 {
     char *b = (char *)h;
-    pool_arena_t *a = &pool_arena_;
     a->slots = (pool_slot_sh_t *)(b + h->off_slots);
     a->central = (pool_central_sh_t *)(b + h->off_central);
     a->cstats = (pool_centralstats_sh_t *)(b + h->off_centralstats);
@@ -141,6 +141,23 @@ static void arena_view(pool_header_sh_t *h)
     a->npages = h->npages;
     a->data_size = (uintptr_t)h->npages << POOL_PAGE_SHIFT;
     a->hdr = h;
+}
+
+int pool_arena_view_(pool_arena_t *a, void *map, size_t len)
+{
+    pool_header_sh_t *h = map;
+    memset(a, 0, sizeof *a);
+    if (len < sizeof *h || h->magic != POOL_MAGIC)
+        return EINVAL;
+    if (h->version != pool_layout_version_() || h->page_shift != POOL_PAGE_SHIFT)
+        return EPROTO;
+    layout_t l;
+    layout_for(h->npages, &l);
+    if (h->off_data != l.off_data || h->off_owners != l.off_owners || l.off_data > len)
+        return EINVAL;
+    pool_sizeclass_init_();
+    arena_view(a, h);
+    return 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -419,8 +436,8 @@ int pool_create(size_t size)
     h->off_journals = l.off_journals;
     h->off_owners = l.off_owners;
     h->off_crash = l.off_crash;
-    arena_view(h);
     pool_arena_t *a = &pool_arena_;
+    arena_view(a, h);
     rc = pool_lock_init_(&a->ph->lock, POOL_LOCK_PAGEHEAP);
     for (unsigned cls = 0; rc == 0 && cls < POOL_NCLASSES; cls++)
         rc = pool_lock_init_(&a->central[cls].lock, POOL_LOCK_CENTRAL);

@@ -18,6 +18,7 @@ typedef struct chk_s {
     char *msg;
     size_t cap;
     bool failed;
+    bool view;   /* another process's arena, read from outside */
 } chk_t;
 
 static bool fail(chk_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -33,7 +34,10 @@ static bool fail(chk_t *c, const char *fmt, ...)
     va_end(ap);
     if (c->cap > 0)
         pool_snprintf_(c->msg, c->cap, "%s", line);
-    pool_error_(0, "pool_check: %s", line);
+    /* From outside, a failure may be a change caught half made: the
+     * caller decides what to say. */
+    if (!c->view)
+        pool_error_(0, "pool_check: %s", line);
     return false;
 }
 
@@ -219,7 +223,9 @@ static bool check_slots(chk_t *c)
         const pool_tcache_sh_t *tc = &slot->tcache;
         if (tc->bins[0].head != NULL || tc->bins[0].watermark != 0)
             return fail(c, "slot %u: bin 0 is not empty", i);
-        for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
+        /* From outside, the bins' links are addresses in the other
+         * process: not to be followed here. */
+        for (unsigned cls = 1; !c->view && cls < POOL_NCLASSES; cls++) {
             const pool_bin_t *bin = &tc->bins[cls];
             uint32_t n = 0;
             for (void *p = bin->head; p != NULL; p = *(void **)p) {
@@ -264,26 +270,42 @@ static bool check_journals(chk_t *c)
     return true;
 }
 
-int pool_check(char *msg, size_t cap)
+/* The walk, under every lock unless c->view. */
+static int check_of(chk_t *c)
 {
-    chk_t c = { &pool_arena_, msg, cap, false };
-    pool_arena_t *a = &pool_arena_;
-    if (cap > 0)
-        msg[0] = '\0';
-    /* A forked child's copy was taken while other processes went on: it
-     * is the child's private heap of inherited objects, not an arena. */
-    if (a->hdr == NULL || pool_arena_copied_())
-        return 0;
+    pool_arena_t *a = c->a;
+    if (c->cap > 0)
+        c->msg[0] = '\0';
     if (a->hdr->magic != POOL_MAGIC || a->hdr->version != pool_layout_version_()) {
-        fail(&c, "arena header: bad magic or layout version");
+        fail(c, "arena header: bad magic or layout version");
         return -1;
     }
     class_tot_t tot[POOL_NCLASSES];
     memset(tot, 0, sizeof tot);
-    pool_lock_all_(a);
+    if (!c->view)
+        pool_lock_all_(a);
     uint64_t free_spans = 0;
-    bool ok = check_spans(&c, tot, &free_spans) && check_free_lists(&c, free_spans) &&
-              check_central(&c, tot) && check_slots(&c) && check_journals(&c);
-    pool_unlock_all_(a);
+    bool ok = check_spans(c, tot, &free_spans) && check_free_lists(c, free_spans) &&
+              check_central(c, tot) && check_slots(c) && check_journals(c);
+    if (!c->view)
+        pool_unlock_all_(a);
     return ok ? 0 : -1;
+}
+
+int pool_check(char *msg, size_t cap)
+{
+    chk_t c = { &pool_arena_, msg, cap, false, false };
+    if (cap > 0)
+        msg[0] = '\0';
+    /* A forked child's copy was taken while other processes went on: it
+     * is the child's private heap of inherited objects, not an arena. */
+    if (pool_arena_.hdr == NULL || pool_arena_copied_())
+        return 0;
+    return check_of(&c);
+}
+
+int pool_check_view_(pool_arena_t *a, char *msg, size_t cap)
+{
+    chk_t c = { a, msg, cap, false, true };
+    return check_of(&c);
 }

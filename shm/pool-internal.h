@@ -377,6 +377,12 @@ extern __thread bool pool_tls_exited_ __attribute__((tls_model("initial-exec")))
 
 /* Layout version written into and expected from the header. */
 uint32_t pool_layout_version_(void);
+/* Read another process's arena: point *a into a copy or a mapping of its
+ * first len bytes at map (at least the header and metadata; the data pages
+ * are never read through a).  Nothing is locked or written: shmpool-stat.
+ * Returns 0; EINVAL when map holds no arena (or too little of one); EPROTO
+ * when its layout is another build's. */
+int pool_arena_view_(pool_arena_t *a, void *map, size_t len);
 /* Unmap the arena and forget it (tests; the calling process only).  Other
  * threads must not be using the pool. */
 void pool_destroy_(void);
@@ -484,6 +490,18 @@ static inline void pool_free_fast(void *p)
 
 /* Current time for wait measurements (stats builds). */
 uint64_t pool_now_ns_(void);
+/* pool_usage of an arena read from outside (pool_arena_view_), without
+ * locks: a snapshot of an arena that may be changing. */
+void pool_usage_view_(pool_arena_t *a, pool_usage_t *u);
+
+/* ------------------------------------------------------------------------ */
+/* check.c                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* pool_check of an arena read from outside, without locks and without
+ * following the thread caches' links; says nothing on stderr.  A busy
+ * arena may show a change caught half made: read it again. */
+int pool_check_view_(pool_arena_t *a, char *msg, size_t cap);
 
 /* ------------------------------------------------------------------------ */
 /* reap.c                                                                    */

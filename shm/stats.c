@@ -31,10 +31,11 @@ static void tcache_objects(pool_arena_t *a, uint64_t *per_class)
     }
 }
 
-void pool_usage(pool_usage_t *u)
+/* pool_usage of arena a, taking each lock briefly when `lock` (another
+ * process's arena read from outside is read as it is). */
+static void usage_of(pool_arena_t *a, pool_usage_t *u, bool lock)
 {
     memset(u, 0, sizeof *u);
-    pool_arena_t *a = &pool_arena_;
     if (a->hdr == NULL)
         return;
     u->reserved = a->hdr->size;
@@ -48,11 +49,15 @@ void pool_usage(pool_usage_t *u)
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
         pool_central_sh_t *c = &a->central[cls];
         const pool_class_t *k = &pool_classes_[cls];
-        pool_lock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
+        if (lock)
+            pool_lock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
         uint64_t spans = c->nspans, free_objs = 0;
-        for (uint32_t i = c->head; i != POOL_NIL; i = a->spans[i].next)
+        /* Bounded: a list read while it changes may loop. */
+        uint32_t seen = 0;
+        for (uint32_t i = c->head; i < a->npages && seen++ < a->npages; i = a->spans[i].next)
             free_objs += a->spans[i].nfree;
-        pool_unlock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
+        if (lock)
+            pool_unlock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
         uint64_t handed = spans * k->count - free_objs;
         uint64_t tc = cached_objs[cls] < handed ? cached_objs[cls] : handed;
         uint64_t span_bytes = (uint64_t)k->pages * POOL_PAGE_SIZE;
@@ -63,14 +68,26 @@ void pool_usage(pool_usage_t *u)
         cached += (free_objs + tc) * k->size + tail;
     }
     pool_pageheap_sh_t *ph = a->ph;
-    pool_lock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
+    if (lock)
+        pool_lock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
     u->used = (size_t)ph->carved << POOL_PAGE_SHIFT;
     u->free = (size_t)ph->free_pages << POOL_PAGE_SHIFT;
     u->returned = (size_t)ph->returned_pages << POOL_PAGE_SHIFT;
     in_use += (size_t)ph->big_pages << POOL_PAGE_SHIFT;
-    pool_unlock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
+    if (lock)
+        pool_unlock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
     u->in_use = in_use;
     u->cached = cached;
+}
+
+void pool_usage(pool_usage_t *u)
+{
+    usage_of(&pool_arena_, u, true);
+}
+
+void pool_usage_view_(pool_arena_t *a, pool_usage_t *u)
+{
+    usage_of(a, u, false);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -22,8 +22,8 @@ tests_check_pool_LDADD = shm/libshmpool_core.la $(CHECK_LIBS)
 #                         and tests/prefork under SHMPOOL_MODE=children
 # ---------------------------------------------------------------------------
 check_PROGRAMS += tests/check_override tests/prefork
-TESTS += tests/check_override tests/preload.sh
-EXTRA_DIST += tests/preload.sh
+TESTS += tests/check_override tests/preload.sh tests/stat.sh
+EXTRA_DIST += tests/preload.sh tests/stat.sh
 tests_check_pool_SOURCES += tests/check_stress.c tests/check_fork.c tests/pattern.h
 # Crash safety: processes killed at crash points or anywhere, then reaped.
 tests_check_pool_SOURCES += tests/check_crash.c tests/check_recovery.c tests/check_lifecycle.c

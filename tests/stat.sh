@@ -1,0 +1,92 @@
+#!/bin/sh
+# shmpool-stat from outside: bad arguments cost one line and exit 2, a
+# process without an arena (or no process at all) one line and exit 1; a
+# program on the pool is read, in text and in JSON, with itself listed
+# alive and its live bytes counted, and its dead children shown dead until
+# someone reaps them.
+#
+# Environment (set by make check): SHMPOOL_LIB, SHMPOOL_STAT.
+set -u
+lib=${SHMPOOL_LIB:?SHMPOOL_LIB is not set}
+stat=${SHMPOOL_STAT:?SHMPOOL_STAT is not set}
+tmp=$(mktemp -d)
+pids=
+trap 'kill $pids 2>/dev/null; rm -rf "$tmp"' EXIT
+status=0
+
+fail() {
+    echo "stat: FAIL: $*"
+    status=1
+}
+
+# expect_exit WANT ARGS...: the exit status and exactly one line on stderr.
+expect_exit() {
+    want=$1
+    shift
+    "$stat" "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    if [ $rc -ne "$want" ]; then
+        fail "shmpool-stat $*: exit $rc, want $want"
+    elif [ "$(wc -l <"$tmp/err")" -ne 1 ]; then
+        fail "shmpool-stat $*: $(wc -l <"$tmp/err") lines on stderr, want 1"
+    else
+        echo "stat: PASS: shmpool-stat $*: exit $rc: $(cat "$tmp/err")"
+    fi
+}
+
+expect_exit 2
+expect_exit 2 --bogus 1
+expect_exit 2 12x
+expect_exit 2 1 2
+expect_exit 1 $$                   # this shell maps no arena
+expect_exit 1 2147483              # no such process
+
+# A program that loaded the library in children mode (so it stays private
+# and its children attach), and one child that attached, allocated and
+# died without its parent waiting for it.
+python=/usr/bin/python3
+cat >"$tmp/prog.py" <<'PY'
+import os, sys, time
+pid = os.fork()
+if pid == 0:
+    junk = [bytearray(1000) for _ in range(500)]
+    os._exit(0)
+print(pid, flush=True)
+time.sleep(30)
+PY
+LD_PRELOAD=$lib SHMPOOL_MODE=children $python "$tmp/prog.py" >"$tmp/child" 2>"$tmp/prog.err" &
+prog=$!
+pids=$prog
+for _ in $(seq 100); do [ -s "$tmp/child" ] && break; sleep 0.05; done
+child=$(cat "$tmp/child")
+[ -n "$child" ] || fail "the program never forked"
+# The child's death, once it is dead (a zombie: its parent does not wait).
+for _ in $(seq 100); do
+    [ "$(cut -d' ' -f3 /proc/"$child"/stat 2>/dev/null)" = Z ] && break
+    sleep 0.05
+done
+
+if "$stat" --json $prog >"$tmp/json" 2>"$tmp/err"; then
+    if $python - "$tmp/json" "$child" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+child = int(sys.argv[2])
+procs = {p["pid"]: p for p in j["processes"]}
+assert child in procs, f"the child {child} is not listed: {procs}"
+assert procs[child]["state"] == "dead", f"the dead child is {procs[child]['state']}"
+assert procs[child]["live"] >= 500 * 1000, f"the child's live bytes: {procs[child]['live']}"
+assert j["arena"]["in_use"] >= procs[child]["live"], "in use below the child's live bytes"
+assert j["check"] in ("ok", ""), f"check: {j['check']}"
+print("stat: PASS: JSON: the dead child listed dead with", procs[child]["live"], "live bytes;",
+      "check", j["check"] or "(not in this build)")
+PY
+    then :; else fail "JSON of pid $prog: $(head -c 400 "$tmp/json")"; fi
+else
+    fail "shmpool-stat --json $prog: $(cat "$tmp/err")"
+fi
+if "$stat" $prog >"$tmp/text" 2>"$tmp/err" && grep -q "1 dead and not yet reaped" "$tmp/text"; then
+    echo "stat: PASS: text: $(grep processes "$tmp/text")"
+else
+    fail "text of pid $prog: $(cat "$tmp/text" "$tmp/err")"
+fi
+exit $status
