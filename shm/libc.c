@@ -167,3 +167,29 @@ void pool_assert_fail_(const char *cond, const char *file, int line)
 {
     pool_fatal_("assertion failed: %s (%s:%d)", cond, file, line);
 }
+
+bool pool_parse_size_(const char *v, size_t *out, const char **end)
+{
+    size_t n = 0;
+    const char *d = v;
+    if (*d < '0' || *d > '9')
+        return false;
+    for (; *d >= '0' && *d <= '9'; d++) {
+        if (n > (SIZE_MAX - 9) / 10)
+            return false;
+        n = n * 10 + (size_t)(*d - '0');
+    }
+    unsigned shift = 0;
+    switch (*d) {
+    case 'k': case 'K': shift = 10; d++; break;
+    case 'm': case 'M': shift = 20; d++; break;
+    case 'g': case 'G': shift = 30; d++; break;
+    default: break;
+    }
+    if ((end == NULL && *d != '\0') || n > (SIZE_MAX >> shift))
+        return false;
+    if (end != NULL)
+        *end = d;
+    *out = n << shift;
+    return true;
+}

@@ -77,6 +77,10 @@ void pool_error_(int err, const char *fmt, ...) __attribute__((format(printf, 2,
 void pool_fatal_(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn, cold));
 void pool_assert_fail_(const char *cond, const char *file, int line)
     __attribute__((noreturn, cold));
+/* Parse a size, "N", "NK", "NM" or "NG", into *out.  With end NULL the
+ * size must be all of v; otherwise *end gets where it stopped.  False on
+ * anything else, or on overflow. */
+bool pool_parse_size_(const char *v, size_t *out, const char **end);
 
 /* ------------------------------------------------------------------------ */
 /* sizeclass.c                                                               */

@@ -14,34 +14,6 @@
 
 #include "prim/prim.h"
 
-/* Parse "N", "NK", "NM" or "NG" into *out; false on anything else. */
-static bool parse_size(const char *v, size_t *out)
-{
-    size_t n = 0;
-    const char *d = v;
-    if (*d < '0' || *d > '9')
-        return false;
-    for (; *d >= '0' && *d <= '9'; d++) {
-        if (n > (SIZE_MAX - 9) / 10)
-            return false;
-        n = n * 10 + (size_t)(*d - '0');
-    }
-    unsigned shift = 0;
-    switch (*d) {
-    case '\0':
-        break;
-    case 'k': case 'K': shift = 10; d++; break;
-    case 'm': case 'M': shift = 20; d++; break;
-    case 'g': case 'G': shift = 30; d++; break;
-    default:
-        return false;
-    }
-    if (*d != '\0' || n > (SIZE_MAX >> shift))
-        return false;
-    *out = n << shift;
-    return true;
-}
-
 __attribute__((constructor)) static void preload_init(void)
 {
     const char *mode = pool_prim_getenv_("SHMPOOL_MODE");
@@ -54,7 +26,7 @@ __attribute__((constructor)) static void preload_init(void)
     }
     size_t size = POOL_HEAP_SIZE_DEFAULT;
     const char *hs = pool_prim_getenv_("SHMPOOL_HEAP_SIZE");
-    if (hs != NULL && !parse_size(hs, &size)) {
+    if (hs != NULL && !pool_parse_size_(hs, &size, NULL)) {
         pool_error_(0, "SHMPOOL_HEAP_SIZE='%s' is not a size like 512M or 2G; staying private",
                     hs);
         return;

@@ -49,6 +49,8 @@
  */
 #include "pool-internal.h"
 
+#include "prim/prim.h"
+
 uint8_t pool_class_small_[POOL_SMALL_LOOKUP_MAX / 16 + 1];
 uint8_t pool_class_large_[(POOL_MAX_SMALL >> 7) + 1];
 pool_class_t pool_classes_[POOL_NCLASSES];
@@ -63,11 +65,43 @@ pool_class_t pool_classes_[POOL_NCLASSES];
  * batches (16 objects), whose class count drifts by a few objects either
  * way, crossed its bounds every few dozen frees. */
 #define POOL_BIN_BYTES (256u << 10)
+#define POOL_BIN_BYTES_MAX ((size_t)UINT16_MAX * 16)
 /* Wholly free spans a class keeps rather than give them to the page heap:
  * a batch allocated and freed again, or a class whose count swings by a
  * few spans, then never carves and frees the same spans through the page
  * heap (and its lock and journal) over and over.  At least one. */
 #define POOL_KEEP_EMPTY_BYTES (512u << 10)
+
+/* SHMPOOL_TCACHE=BYTES[,BATCH]: an experiment setting that shrinks the
+ * thread caches to reach the contended regime (bench/ab's ladder): a bin
+ * releases once it holds BYTES of objects (but always at two batches),
+ * and a batch carries at most BATCH objects (1..POOL_BATCH_MAX, never more
+ * than the class's own).  Read once, when the class table is made: the
+ * fast paths see only each bin's watermark, as always. */
+static uint32_t knob_bin_bytes = POOL_BIN_BYTES;
+static uint32_t knob_batch = POOL_BATCH_MAX;
+
+static void read_knob(void)
+{
+    const char *v = pool_prim_getenv_("SHMPOOL_TCACHE");
+    if (v == NULL || *v == '\0')
+        return;
+    size_t bytes, batch = POOL_BATCH_MAX;
+    const char *end;
+    /* A bin's watermark is 16 bits: 1 MiB of 16-byte objects at most. */
+    bool ok = pool_parse_size_(v, &bytes, &end) && bytes <= POOL_BIN_BYTES_MAX;
+    if (ok && *end == ',')
+        ok = pool_parse_size_(end + 1, &batch, NULL) && batch >= 1 && batch <= POOL_BATCH_MAX;
+    else if (ok)
+        ok = *end == '\0';
+    if (!ok) {
+        pool_error_(0, "SHMPOOL_TCACHE='%s' is not BYTES[,BATCH] (BYTES up to 1M, BATCH 1..%u); "
+                       "thread caches keep their default size", v, POOL_BATCH_MAX);
+        return;
+    }
+    knob_bin_bytes = (uint32_t)bytes;
+    knob_batch = (uint32_t)batch;
+}
 
 static void class_geometry(pool_class_t *c, uint32_t size)
 {
@@ -93,12 +127,12 @@ static void class_geometry(pool_class_t *c, uint32_t size)
     uint32_t batch = POOL_BATCH_BYTES / size;
     if (batch < 1)
         batch = 1;
-    if (batch > POOL_BATCH_MAX)
-        batch = POOL_BATCH_MAX;
+    if (batch > knob_batch)
+        batch = knob_batch;
     c->size = size;
     c->pages = (uint16_t)best_p;
     c->count = (uint16_t)best_count;
-    uint32_t bin = POOL_BIN_BYTES / size;
+    uint32_t bin = knob_bin_bytes / size;
     uint32_t keep = POOL_KEEP_EMPTY_BYTES / (best_p * (uint32_t)POOL_PAGE_SIZE);
     c->max_batch = (uint16_t)batch;
     c->watermark = (uint16_t)(bin > 2 * batch ? bin : 2 * batch);
@@ -109,6 +143,7 @@ void pool_sizeclass_init_(void)
 {
     if (pool_classes_[1].size != 0)
         return;
+    read_knob();
     unsigned cls = 1;
     for (uint32_t s = 16; s <= 128; s += 16)
         class_geometry(&pool_classes_[cls++], s);

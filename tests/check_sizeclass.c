@@ -2,6 +2,12 @@
  * request size up to POOL_MAX_SMALL. */
 #include "config.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "check_pool.h"
 #include "pool-internal.h"
 
@@ -92,6 +98,44 @@ START_TEST(test_aligned_classes)
 }
 END_TEST
 
+/* SHMPOOL_TCACHE shrinks the bins and the batches, read when the table is
+ * made; a bad value costs a line and leaves the defaults.  The checked
+ * fixture has already made the table in this process, so each setting is
+ * read in a child of its own. */
+static int table_with(const char *knob)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        memset(pool_classes_, 0, sizeof pool_classes_);
+        setenv("SHMPOOL_TCACHE", knob, 1);
+        /* The message of a bad value is not this test's output. */
+        if (freopen("/dev/null", "w", stderr) == NULL)
+            _exit(9);
+        pool_sizeclass_init_();
+        const pool_class_t *c16 = &pool_classes_[1], *c8k = &pool_classes_[56];
+        if (strcmp(knob, "0,1") == 0)
+            _exit(c16->max_batch == 1 && c16->watermark == 2 && c8k->watermark == 2 ? 0 : 1);
+        if (strcmp(knob, "64K,8") == 0)
+            _exit(c16->max_batch == 8 && c16->watermark == 4096 && c8k->max_batch == 8 &&
+                          c8k->watermark == 16 ? 0 : 2);
+        /* Bad: the defaults. */
+        _exit(c16->max_batch == 128 && c16->watermark == 16384 ? 0 : 3);
+    }
+    return pool_test_wait(pid);
+}
+
+START_TEST(test_tcache_knob)
+{
+    static const char *const knobs[] = { "0,1", "64K,8", "lots", "64K,0", "64K,200", "2M",
+                                         "64K,8x" };
+    for (unsigned i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
+        int status = table_with(knobs[i]);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                      "SHMPOOL_TCACHE=%s: status %#x", knobs[i], status);
+    }
+}
+END_TEST
+
 Suite *make_sizeclass_suite(void)
 {
     Suite *s = suite_create("sizeclass");
@@ -100,6 +144,7 @@ Suite *make_sizeclass_suite(void)
     tcase_add_test(tc, test_every_size_round_trips);
     tcase_add_test(tc, test_class_geometry);
     tcase_add_test(tc, test_aligned_classes);
+    tcase_add_test(tc, test_tcache_knob);
     suite_add_tcase(s, tc);
     return s;
 }
