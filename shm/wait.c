@@ -46,17 +46,24 @@ __attribute__((constructor)) static void find_libc_waits(void)
 }
 
 static __thread bool reaping __attribute__((tls_model("initial-exec")));
+/* A reap that could not take the locks in time (a live holder was slow):
+ * the next wait, whatever it returns, looks for the dead again. */
+static bool reap_pending;
 
-/* A child that ended: reap it if it held a slot.  A pid that never
- * attached costs a look at the slots. */
+/* After a wait: reap the child that ended (pid > 0), if it held a slot (a
+ * pid that never attached costs a look at the slots), and any reap left
+ * pending. */
 static void reap_ended(pid_t pid)
 {
-    if (pid <= 0 || pool_arena_.hdr == NULL || pool_arena_copied_() || pool_attached() ||
-        reaping)
+    if (pool_arena_.hdr == NULL || pool_arena_copied_() || pool_attached() || reaping ||
+        (pid <= 0 && !pool_atomic_load_relaxed(&reap_pending)))
         return;
     int saved = errno;
     reaping = true;
-    pool_reap(pid, NULL);
+    if (pool_atomic_xchg_acquire(&reap_pending, false))
+        pool_reap_dead_(&pool_arena_);
+    if (pid > 0 && pool_reap(pid, NULL) == EAGAIN)
+        pool_atomic_store_release(&reap_pending, true);
     reaping = false;
     errno = saved;
 }
@@ -70,12 +77,9 @@ static pid_t wait_and_reap(pid_t pid, int *status, int options, struct rusage *r
     }
     int st;
     pid_t got = fn(pid, &st, options, ru);
-    if (got > 0) {
-        if (WIFEXITED(st) || WIFSIGNALED(st))
-            reap_ended(got);
-        if (status != NULL)
-            *status = st;
-    }
+    reap_ended(got > 0 && (WIFEXITED(st) || WIFSIGNALED(st)) ? got : 0);
+    if (got > 0 && status != NULL)
+        *status = st;
     return got;
 }
 
@@ -109,9 +113,9 @@ POOL_EXPORT int waitid(idtype_t idtype, id_t id, siginfo_t *info, int options)
         return -1;
     }
     int rc = fn(idtype, id, info, options);
-    if (rc == 0 && info != NULL && info->si_pid > 0 &&
-        (info->si_code == CLD_EXITED || info->si_code == CLD_KILLED ||
-         info->si_code == CLD_DUMPED))
-        reap_ended(info->si_pid);
+    bool ended = rc == 0 && info != NULL && info->si_pid > 0 &&
+                 (info->si_code == CLD_EXITED || info->si_code == CLD_KILLED ||
+                  info->si_code == CLD_DUMPED);
+    reap_ended(ended ? info->si_pid : 0);
     return rc;
 }

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "pool.h"
 #include "poold.h"
@@ -93,9 +94,11 @@ int pd_alloc_reap(pid_t pid, pd_log_level_t level)
     }
     pd_log(r.leaked > 0 ? PD_LOG_WARN : level, 0,
            "pool: reaped pid %d (%u slots): %zu cached and %zu live bytes given back, "
-           "%zu bytes in transit finished, %zu leaked; %u locks repaired; took %ld us",
+           "%zu bytes in transit finished, %zu leaked; %u locks repaired; took %ld us; "
+           "reaped by pid %d%s",
            (int)pid, r.slots, r.cached, r.live, r.transit, r.leaked, r.recoveries,
-           (long)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000));
+           (long)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000),
+           (int)r.reaper, r.reaper == getpid() ? " (the master)" : "");
     return PD_OK;
 }
 

@@ -271,6 +271,17 @@ static int64_t pd_backoff_ms(unsigned fails)
     return delay < PD_BACKOFF_MAX_MS ? delay : PD_BACKOFF_MAX_MS;
 }
 
+/* Give back what a dead worker held in the pool, or remember to.  After
+ * its replacement started: the replacement reaps the dead when it
+ * attaches, as any process using the pool does, and the master reaps
+ * whatever that left, whichever is first (pool_reap then reports the
+ * other's reap). */
+static void pd_reap_pool(pd_master_t *m, pid_t pid, pd_log_level_t level)
+{
+    if (pd_alloc_reap(pid, level) != PD_OK)
+        pd_defer_reap(m, pid);
+}
+
 /* Collect dead workers; replace them unless stopping.
  *
  * Whether the dead worker had become ready -- its event loop set up, its
@@ -303,12 +314,10 @@ static void pd_reap(pd_master_t *m)
          * which happened before waitpid() returned it. */
         ready = __atomic_load_n(&pd_stats_slot(i)->xpid, __ATOMIC_ACQUIRE) == pid;
         pd_stats_end(i);
-        /* Before a replacement attaches: it may reuse the dead one's slot. */
-        if (pd_alloc_reap(pid, m->stopping ? PD_LOG_DEBUG : PD_LOG_INFO) != PD_OK)
-            pd_defer_reap(m, pid);
         pd_describe(status, how, sizeof(how));
         if (m->stopping) {
             pd_log(PD_LOG_DEBUG, 0, "worker %d (pid %d) %s", i, (int)pid, how);
+            pd_reap_pool(m, pid, PD_LOG_DEBUG);
             continue;
         }
         if (ready) {
@@ -316,6 +325,7 @@ static void pd_reap(pd_master_t *m)
             if (pd_spawn(m, i) > 0) {
                 pd_log(PD_LOG_WARN, 0, "worker %d (pid %d) %s; replaced by pid %d",
                        i, (int)pid, how, (int)s->pid);
+                pd_reap_pool(m, pid, PD_LOG_INFO);
                 continue;
             }
             delay = PD_BACKOFF_MAX_MS;  /* fork() failed (logged): retry later */
@@ -324,6 +334,7 @@ static void pd_reap(pd_master_t *m)
         }
         pd_log(PD_LOG_WARN, 0, "worker %d (pid %d) %s%s; restarting in %lld ms", i, (int)pid,
                how, ready ? "" : " before it was ready", (long long)delay);
+        pd_reap_pool(m, pid, PD_LOG_INFO);
         /* Counted from after the line, so that the lines of two deaths in a
          * row are never closer than the delay the first one names. */
         s->restart_us = pd_now_us() + delay * 1000;

@@ -345,6 +345,9 @@ t_settle() {
         sleep 0.3
     done
     t_bad "$1: the arena never settled: last seen $now; want $want"
+    echo "---- the server's processes, then the arena, as the settle ended"
+    ps -o pid=,ppid=,stat=,etimes=,args= -p "$(t_pids_server | tr ' ' ',')" 2>&1 | head -n 80
+    "$SHMPOOL_STAT" "$2" 2>&1 | head -n 80
 }
 
 # t_check_arena WHAT BEFORE AFTER KILLS: the checks on the arena after a
