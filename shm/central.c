@@ -66,10 +66,10 @@ static uint8_t tag_byte(uint16_t tag)
     return tag <= POOL_MAX_TAG ? (uint8_t)tag : POOL_NO_TAG;
 }
 
-/* Take n free objects from span idx onto the list (*h, *t), tagging them,
- * or fewer if the span runs out, or a few more: the batch goes on while the
- * next object is free and shares a cache line with the last one taken, so
- * that no line is split between two thread caches.  Without that, the slow
+/* Take n free objects from span idx into out[], tagging them, or fewer if
+ * the span runs out, or a few more: the batch goes on while the next object
+ * is free and shares a cache line with the last one taken, so that no line
+ * is split between two thread caches.  Without that, the slow
  * start of two workers' bins (1, 2, 4 objects) interleaved their objects
  * in the same lines, and every later write to one invalidated the other's
  * line: /heavy under -P 2 ran at 4.6 or 10 ns a pair depending on how the
@@ -79,14 +79,12 @@ static uint8_t tag_byte(uint16_t tag)
  * count once per word.  At most POOL_BITMAP_WORDS + 8 journal entries.
  * REQUIRES: class lock and an operation begun on j. */
 static uint32_t take_objects(pool_arena_t *a, pool_central_sh_t *c, pool_journal_sh_t *j,
-                             uint32_t idx, uint32_t n, uint8_t tag, void **h, void **t)
+                             uint32_t idx, uint32_t n, uint8_t tag, void **out)
 {
     pool_span_sh_t *s = &a->spans[idx];
     char *base = pool_span_addr(a, s);
     size_t size = s->objsize;
     uint32_t got = 0;
-    /* Locals: a store through *t may alias h and t themselves. */
-    void *head = *h, *tail = *t;
     uint8_t *owners = pool_owner_of(a, s, 0); /* object oi's tag at owners[oi] */
     if (s->nfree == s->count) {
         POOL_JSET(j, c->nempty, c->nempty - 1);
@@ -112,20 +110,13 @@ static uint32_t take_objects(pool_arena_t *a, pool_central_sh_t *c, pool_journal
             s->bitmap[w] |= taken;
             POOL_CRASH_POINT("central.fetch");
             owners[w * 64 + b] = tag;
-            void *obj = base + off;
-            if (tail == NULL)
-                head = obj;
-            else
-                *(void **)tail = obj;
-            tail = obj;
+            out[got + took] = base + off;
             took++;
             last = b;
         }
         got += took;
         s->nfree = (uint16_t)(s->nfree - took);
     }
-    *h = head;
-    *t = tail;
     if (s->nfree == 0)
         list_remove(a, c, j, idx);
     return got;
@@ -142,14 +133,13 @@ void pool_central_add_span_locked_(pool_arena_t *a, unsigned cls, uint32_t idx)
 }
 
 uint32_t pool_central_fetch_(pool_arena_t *a, unsigned cls, uint32_t n, uint16_t owner,
-                             void **head, void **tail)
+                             void **out)
 {
     pool_central_sh_t *c = &a->central[cls];
     pool_journal_sh_t *j = pool_journal_(a, POOL_LOCK_CENTRAL, cls);
     uint8_t tag = tag_byte(owner);
-    void *h = NULL, *t = NULL;
     uint32_t got = 0;
-    pool_assert(cls > 0 && cls < POOL_NCLASSES && n > 0);
+    pool_assert(cls > 0 && cls < POOL_NCLASSES && n > 0 && n <= POOL_BATCH_MAX);
     pool_lock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
     pool_journal_begin_(j, POOL_OP_FETCH);
     while (got < n) {
@@ -175,18 +165,14 @@ uint32_t pool_central_fetch_(pool_arena_t *a, unsigned cls, uint32_t n, uint16_t
                 break;
             continue;
         }
-        got += take_objects(a, c, j, idx, n - got, tag, &h, &t);
+        got += take_objects(a, c, j, idx, n - got, tag, out + got);
     }
-    if (t != NULL)
-        *(void **)t = NULL;
     if (pool_config_stats) {
         a->cstats[cls].fetches++;
         a->cstats[cls].fetched += got;
     }
     pool_journal_commit_(j);
     pool_unlock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
-    *head = h;
-    *tail = t;
     return got;
 }
 
@@ -373,7 +359,7 @@ static unsigned open_group(pool_arena_t *a, unsigned cls, group_t *g, unsigned *
     return k;
 }
 
-void pool_central_release_(pool_arena_t *a, unsigned cls, void *head, uint32_t n)
+void pool_central_release_(pool_arena_t *a, unsigned cls, void *const *objs, uint32_t n)
 {
     pool_central_sh_t *c = &a->central[cls];
     pool_journal_sh_t *j = pool_journal_(a, POOL_LOCK_CENTRAL, cls);
@@ -381,16 +367,21 @@ void pool_central_release_(pool_arena_t *a, unsigned cls, void *head, uint32_t n
     uint32_t leaving = POOL_NIL; /* spans for the page heap, linked by next */
     group_t g[RELEASE_GROUPS], *gp = g;
     unsigned ng = 0;
-    /* Object index by a multiply instead of a division: exact for offsets
-     * below 2^21 (a span is at most 32 pages) as the error of the rounded
+    pool_assert(n <= POOL_RELEASE_MAX);
+    /* Before the lock: each object's span and index.  A handed-out
+     * object's span cannot change under it, and a pointer that is not one
+     * stops here (or, freed twice, at its bit under the lock).  Object
+     * index by a multiply instead of a division: exact for offsets below
+     * 2^21 (a span is at most 32 pages) as the error of the rounded
      * reciprocal, under size, times the offset stays below 2^40. */
+    uint32_t span[POOL_RELEASE_MAX];
+    uint16_t index[POOL_RELEASE_MAX];
     const uintptr_t size = pool_classes_[cls].size;
     const uint64_t magic = ((UINT64_C(1) << 40) + size - 1) / size;
-    uintptr_t lo = 0, span_bytes = 0; /* gp's span: its objects' bytes */
-    pool_lock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
-    pool_journal_begin_(j, POOL_OP_RELEASE);
-    for (void *p = head, *next; p != NULL; p = next) {
-        next = *(void **)p;
+    uintptr_t lo = 0, span_bytes = 0; /* the last span found: its objects' bytes */
+    uint32_t at = POOL_NIL;
+    for (uint32_t i = 0; i < n; i++) {
+        void *p = objs[i];
         uintptr_t off = (uintptr_t)p - lo;
         uint32_t oi;
         if (pool_likely(off < span_bytes)) {
@@ -402,13 +393,22 @@ void pool_central_release_(pool_arena_t *a, unsigned cls, void *head, uint32_t n
             pool_span_sh_t *s = pool_object_span_(a, p, &oi);
             if (pool_unlikely(s == NULL || s->cls != cls || s->objsize != size))
                 bad_release(a, cls, p);
-            gp = &g[open_group(a, cls, g, &ng, s, tag, &leaving)];
+            at = s->start;
             lo = (uintptr_t)pool_span_addr(a, s);
             span_bytes = (uintptr_t)s->count * size;
         }
+        span[i] = at;
+        index[i] = (uint16_t)oi;
+    }
+    pool_lock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
+    pool_journal_begin_(j, POOL_OP_RELEASE);
+    for (uint32_t i = 0; i < n; i++) {
+        if (i == 0 || span[i] != span[i - 1])
+            gp = &g[open_group(a, cls, g, &ng, &a->spans[span[i]], tag, &leaving)];
+        uint32_t oi = index[i];
         uint64_t bit = UINT64_C(1) << (oi % 64);
         if (pool_unlikely(gp->bits[oi / 64] & bit))
-            bad_release(a, cls, p); /* twice in one list */
+            bad_release(a, cls, objs[i]); /* twice in one release */
         gp->bits[oi / 64] |= bit;
         gp->n++;
     }

@@ -162,18 +162,20 @@ static inline void *pool_span_addr(const pool_arena_t *a, const pool_span_sh_t *
 /* ------------------------------------------------------------------------ */
 
 void pool_central_init_(pool_arena_t *a);
-/* Hand out n objects of class cls, threaded through their first word,
- * *head first and *tail last: fewer when the arena runs out, and up to
- * three more when that ends the batch on a cache-line boundary.  Takes the
- * class lock, and the page-heap lock (after dropping the class lock) when
- * no span has free objects.  Returns how many; 0 means the arena is
+/* Hand out n (1..POOL_BATCH_MAX) objects of class cls into out[], in
+ * address order within each span: fewer when the arena runs out, and up to
+ * three more when that ends the batch on a cache-line boundary (out has
+ * room for POOL_FETCH_MAX).  Their memory is not touched.  Takes the class
+ * lock, and the page-heap lock (after dropping the class lock) when no
+ * span has free objects.  Returns how many; 0 means the arena is
  * exhausted. */
 uint32_t pool_central_fetch_(pool_arena_t *a, unsigned cls, uint32_t n, uint16_t owner,
-                             void **head, void **tail);
-/* Give back n objects of class cls threaded from head (NULL-terminated).
- * Spans that become wholly free go to the page heap after the class lock is
- * dropped (one is kept per class). */
-void pool_central_release_(pool_arena_t *a, unsigned cls, void *head, uint32_t n);
+                             void **out);
+/* Give back objs[0..n) (n <= POOL_RELEASE_MAX) of class cls; their memory
+ * is not touched.  Spans that become wholly free go to the page heap after
+ * the class lock is dropped (a few are kept per class).  Aborts naming the
+ * object on a pointer that is not a handed-out object of the class. */
+void pool_central_release_(pool_arena_t *a, unsigned cls, void *const *objs, uint32_t n);
 /* Rebuild the class's list and counts from its spans' bitmaps; a span
  * whose geometry is wrong is quarantined.  Never journals; safe to run
  * twice.  REQUIRES: class lock (the lock's repair when verification

@@ -51,6 +51,13 @@
 #define POOL_SMALL_LOOKUP_MAX 1024 /* first lookup table: 16-byte steps */
 
 #define POOL_MAX_OBJECTS 512 /* objects per span, so the bitmap fits inline */
+/* Objects a batch between a thread cache and its central cache carries at
+ * most; a fetch may add three to end on a cache-line boundary. */
+#define POOL_BATCH_MAX 128u
+#define POOL_FETCH_MAX (POOL_BATCH_MAX + 3)
+/* Objects one release gives back at most (a flush gives a bin back in
+ * releases of this many). */
+#define POOL_RELEASE_MAX 256u
 #define POOL_BITMAP_WORDS (POOL_MAX_OBJECTS / 64)
 
 #define POOL_NIL UINT32_MAX       /* "no span" in index-linked lists */

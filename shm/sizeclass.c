@@ -57,7 +57,6 @@ pool_class_t pool_classes_[POOL_NCLASSES];
 
 /* Bytes of objects per batch between a thread cache and the central cache. */
 #define POOL_BATCH_BYTES (64u << 10)
-#define POOL_BATCH_MAX 128u
 /* A bin may hold this many bytes of objects (at least two batches): a
  * limit in bytes rather than batches lets a thread keep a working set of
  * small objects (10,000 of 16 B) in its cache instead of sending it

@@ -51,22 +51,40 @@ void pool_tcache_init_(pool_arena_t *a, pool_tcache_sh_t *tc, uint16_t slot)
     }
 }
 
+/* Take up to n objects off the head of a bin into out[]: the cut needs a
+ * walk of n links either way, and the objects left stay warm for reuse.
+ * Returns how many. */
+static uint32_t bin_cut(pool_bin_t *bin, void **out, uint32_t n)
+{
+    uint32_t k = 0;
+    for (void *p = bin->head; p != NULL && k < n; p = bin->head) {
+        out[k++] = p;
+        bin->head = *(void **)p;
+    }
+    bin->len -= k;
+    return k;
+}
+
+/* Give objs[0..n) back to the central cache, counted as one release. */
+static void release(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, void *const *objs,
+                    uint32_t n)
+{
+    if (pool_config_stats) {
+        tc->stats[cls].releases++;
+        tc->stats[cls].released += n;
+    }
+    pool_central_release_(a, cls, objs, n);
+}
+
 void pool_tcache_flush_(pool_arena_t *a, pool_tcache_sh_t *tc)
 {
+    void *objs[POOL_RELEASE_MAX];
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
         pool_bin_t *bin = &tc->bins[cls];
-        if (bin->head == NULL)
-            continue;
-        void *head = bin->head;
-        uint32_t n = bin->len;
-        bin->head = NULL;
+        for (uint32_t n; (n = bin_cut(bin, objs, POOL_RELEASE_MAX)) > 0;)
+            release(a, tc, cls, objs, n);
         bin->len = 0;
         bin->batch = 1;
-        if (pool_config_stats) {
-            tc->stats[cls].releases++;
-            tc->stats[cls].released += n;
-        }
-        pool_central_release_(a, cls, head, n);
     }
 }
 
@@ -150,8 +168,8 @@ static void *fallback(size_t size, size_t align)
 static bool refill(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
 {
     pool_bin_t *bin = &tc->bins[cls];
-    void *head, *tail;
-    uint32_t got = pool_central_fetch_(a, cls, bin->batch, tc->tag, &head, &tail);
+    void *objs[POOL_FETCH_MAX];
+    uint32_t got = pool_central_fetch_(a, cls, bin->batch, tc->tag, objs);
     if (pool_config_stats) {
         tc->stats[cls].misses++;
         tc->stats[cls].fetches++;
@@ -159,7 +177,15 @@ static bool refill(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
     }
     if (got == 0)
         return false;
-    *(void **)tail = bin->head;
+    /* The class lock is dropped: linking the objects touches their memory
+     * (and faults in pages this process has not mapped) in no critical
+     * section.  In address order, so the first handed out is the first
+     * in memory. */
+    void *head = bin->head;
+    for (uint32_t i = got; i-- > 0;) {
+        *(void **)objs[i] = head;
+        head = objs[i];
+    }
     bin->head = head;
     bin->len += got;
     uint32_t max = pool_classes_[cls].max_batch;
@@ -280,29 +306,17 @@ static void free_arena(pool_arena_t *a, void *p)
         pool_debug_on_free_(p);
     if (tc == &pool_empty_tcache_) {
         /* No cache (unattached or exiting thread): straight to central. */
-        *(void **)p = NULL;
-        pool_central_release_(a, cls, p, 1);
+        pool_central_release_(a, cls, &p, 1);
         return;
     }
     pool_bin_t *bin = &tc->bins[cls];
-    uint32_t n = pool_classes_[cls].max_batch;
-    if (n > bin->len)
-        n = bin->len;
+    void *objs[POOL_BATCH_MAX];
+    /* The n most recently freed go back; the rest stay warm for reuse. */
+    uint32_t n = bin_cut(bin, objs, pool_classes_[cls].max_batch);
     if (n > 0) {
-        /* Release the n most recently freed objects: the cut needs a walk
-         * of n links either way, and the rest stay warm for reuse. */
-        void *head = bin->head, *last = head;
-        for (uint32_t i = 1; i < n; i++)
-            last = *(void **)last;
-        bin->head = *(void **)last;
-        *(void **)last = NULL;
-        bin->len -= n;
-        if (pool_config_stats) {
+        if (pool_config_stats)
             tc->stats[cls].overflows++;
-            tc->stats[cls].releases++;
-            tc->stats[cls].released += n;
-        }
-        pool_central_release_(a, cls, head, n);
+        release(a, tc, cls, objs, n);
     }
     *(void **)p = bin->head;
     bin->head = p;

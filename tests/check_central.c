@@ -22,23 +22,16 @@ START_TEST(test_fetch_batch)
 {
     pool_arena_t *a = &pool_arena_;
     ck_assert_uint_eq(pool_classes_[CLS_96].size, 96);
-    void *h, *t;
-    uint32_t got = pool_central_fetch_(a, CLS_96, 10, 0, &h, &t);
+    void *obj[POOL_FETCH_MAX];
+    uint32_t got = pool_central_fetch_(a, CLS_96, 10, 0, obj);
     ck_assert_uint_eq(got, 10);
-    uint32_t n = 0;
-    void *last = NULL;
-    for (void *p = h; p != NULL; p = *(void **)p) {
-        ck_assert(last == NULL || (char *)p > (char *)last); /* address order */
-        last = p;
-        n++;
-    }
-    ck_assert_uint_eq(n, 10);
-    ck_assert_ptr_eq(last, t);
-    pool_span_sh_t *s = &a->spans[span_of(h)];
+    for (uint32_t i = 1; i < got; i++)
+        ck_assert((char *)obj[i] > (char *)obj[i - 1]); /* address order */
+    pool_span_sh_t *s = &a->spans[span_of(obj[0])];
     ck_assert_uint_eq(s->nfree, s->count - 10);
     ck_assert_uint_eq(a->central[CLS_96].nspans, 1);
     pool_test_assert_consistent();
-    pool_central_release_(a, CLS_96, h, 10);
+    pool_central_release_(a, CLS_96, obj, 10);
     ck_assert_uint_eq(s->nfree, s->count);
     /* The one wholly free span of the class is kept. */
     ck_assert_uint_eq(a->central[CLS_96].nspans, 1);
@@ -52,18 +45,18 @@ START_TEST(test_fetch_across_spans_and_return)
     pool_arena_t *a = &pool_arena_;
     uint32_t count = pool_classes_[CLS_96].count;
     uint32_t keep = pool_classes_[CLS_96].keep_empty;
-    void *h1, *t1, *h2, *t2;
+    void *o1[POOL_FETCH_MAX], *o2[POOL_FETCH_MAX];
     ck_assert_uint_ge(keep, 2);
-    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, count, 0, &h1, &t1), count);
-    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 6, 0, &h2, &t2), 6);
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, count, 0, o1), count);
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 6, 0, o2), 6);
     ck_assert_uint_eq(a->central[CLS_96].nspans, 2);
-    uint32_t first = span_of(h1), second = span_of(h2);
+    uint32_t first = span_of(o1[0]), second = span_of(o2[0]);
     ck_assert_uint_ne(first, second);
     ck_assert_uint_eq(a->spans[first].listed, 0); /* full: off the list */
     pool_test_assert_consistent();
     uint64_t frees = a->ph->frees;
-    pool_central_release_(a, CLS_96, h1, count);
-    pool_central_release_(a, CLS_96, h2, 6);
+    pool_central_release_(a, CLS_96, o1, count);
+    pool_central_release_(a, CLS_96, o2, 6);
     /* Both wholly free, both within the class's budget: kept. */
     ck_assert_uint_eq(a->central[CLS_96].nspans, 2);
     ck_assert_uint_eq(a->central[CLS_96].nempty, 2);
@@ -79,17 +72,15 @@ START_TEST(test_empty_spans_beyond_budget_go_back)
     pool_arena_t *a = &pool_arena_;
     uint32_t count = pool_classes_[CLS_96].count;
     uint32_t keep = pool_classes_[CLS_96].keep_empty;
-    static void *heads[1024];
+    static void *obj[1024][POOL_FETCH_MAX];
     ck_assert_uint_lt(keep, 1024);
-    for (uint32_t i = 0; i <= keep; i++) {
-        void *t;
-        ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, count, 0, &heads[i], &t), count);
-    }
+    for (uint32_t i = 0; i <= keep; i++)
+        ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, count, 0, obj[i]), count);
     ck_assert_uint_eq(a->central[CLS_96].nspans, keep + 1);
     uint64_t frees = a->ph->frees;
-    uint32_t last = span_of(heads[keep]);
+    uint32_t last = span_of(obj[keep][0]);
     for (uint32_t i = 0; i <= keep; i++)
-        pool_central_release_(a, CLS_96, heads[i], count);
+        pool_central_release_(a, CLS_96, obj[i], count);
     ck_assert_uint_eq(a->central[CLS_96].nspans, keep);
     ck_assert_uint_eq(a->central[CLS_96].nempty, keep);
     ck_assert_uint_eq(a->ph->frees, frees + 1);
@@ -106,24 +97,24 @@ START_TEST(test_empty_spans_decay)
     pool_arena_t *a = &pool_arena_;
     pool_central_sh_t *c = &a->central[CLS_96];
     uint32_t count = pool_classes_[CLS_96].count;
-    void *heads[3], *h, *t;
+    void *obj[3][POOL_FETCH_MAX], *two[POOL_FETCH_MAX];
     ck_assert_uint_ge(pool_classes_[CLS_96].keep_empty, 3);
     for (unsigned i = 0; i < 3; i++)
-        ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, count, 0, &heads[i], &t), count);
+        ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, count, 0, obj[i]), count);
     for (unsigned i = 0; i < 3; i++)
-        pool_central_release_(a, CLS_96, heads[i], count);
+        pool_central_release_(a, CLS_96, obj[i], count);
     ck_assert_uint_eq(c->nempty, 3);
     uint64_t frees = a->ph->frees;
     /* The period in which they emptied ends: they were not empty all of it. */
     c->decay_start_ns -= POOL_DECAY_NS;
-    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 2, 0, &h, &t), 2);
-    pool_central_release_(a, CLS_96, h, 2);
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 2, 0, two), 2);
+    pool_central_release_(a, CLS_96, two, 2);
     ck_assert_uint_eq(c->nempty, 3);
     ck_assert_uint_eq(a->ph->frees, frees);
     /* A period in which two of them stayed empty (one lent an object). */
     c->decay_start_ns -= POOL_DECAY_NS;
-    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 2, 0, &h, &t), 2);
-    pool_central_release_(a, CLS_96, h, 2);
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 2, 0, two), 2);
+    pool_central_release_(a, CLS_96, two, 2);
     ck_assert_uint_eq(c->nempty, 2);
     ck_assert_uint_eq(c->nspans, 2);
     ck_assert_uint_eq(a->ph->frees, frees + 1);
@@ -146,29 +137,28 @@ START_TEST(test_fetch_completes_cache_lines)
     for (unsigned i = 0; i < sizeof want / sizeof want[0]; i++) {
         unsigned cls = pool_sizeclass_of(want[i].size);
         ck_assert_uint_eq(pool_classes_[cls].size, want[i].size);
-        void *h[2], *t[2];
+        void *obj[2][POOL_FETCH_MAX];
+        uint32_t got = want[i].got;
         for (unsigned k = 0; k < 2; k++) {
-            ck_assert_uint_eq(pool_central_fetch_(a, cls, 1, 0, &h[k], &t[k]), want[i].got);
-            ck_assert_uint_eq((uintptr_t)h[k] % 64, 0);
-            ck_assert_uint_eq(((uintptr_t)t[k] + want[i].size) % 64, 0);
+            ck_assert_uint_eq(pool_central_fetch_(a, cls, 1, 0, obj[k]), got);
+            ck_assert_uint_eq((uintptr_t)obj[k][0] % 64, 0);
+            ck_assert_uint_eq(((uintptr_t)obj[k][got - 1] + want[i].size) % 64, 0);
         }
-        ck_assert_ptr_eq((char *)t[0] + want[i].size, h[1]);
-        pool_central_release_(a, cls, h[0], want[i].got);
-        pool_central_release_(a, cls, h[1], want[i].got);
+        ck_assert_ptr_eq((char *)obj[0][got - 1] + want[i].size, obj[1][0]);
+        pool_central_release_(a, cls, obj[0], got);
+        pool_central_release_(a, cls, obj[1], got);
     }
     pool_test_assert_consistent();
 
     unsigned cls16 = pool_sizeclass_of(16);
-    void *h, *t, *one, *t1;
-    ck_assert_uint_eq(pool_central_fetch_(a, cls16, 4, 0, &h, &t), 4);
-    void *second = *(void **)h;
-    *(void **)h = *(void **)second; /* keep objects 0, 2 and 3; give back 1 */
-    *(void **)second = NULL;
-    pool_central_release_(a, cls16, second, 1);
-    ck_assert_uint_eq(pool_central_fetch_(a, cls16, 1, 0, &one, &t1), 1);
-    ck_assert_ptr_eq(one, second);
-    pool_central_release_(a, cls16, one, 1);
-    pool_central_release_(a, cls16, h, 3);
+    void *four[POOL_FETCH_MAX], *one[POOL_FETCH_MAX];
+    ck_assert_uint_eq(pool_central_fetch_(a, cls16, 4, 0, four), 4);
+    /* Keep objects 0, 2 and 3; give back 1. */
+    pool_central_release_(a, cls16, &four[1], 1);
+    ck_assert_uint_eq(pool_central_fetch_(a, cls16, 1, 0, one), 1);
+    ck_assert_ptr_eq(one[0], four[1]);
+    four[1] = one[0];
+    pool_central_release_(a, cls16, four, 4);
     pool_test_assert_consistent();
 }
 END_TEST
@@ -178,27 +168,17 @@ END_TEST
 START_TEST(test_release_interleaved_spans)
 {
     pool_arena_t *a = &pool_arena_;
-    enum { SPANS = 7 };
+    enum { SPANS = 5 }; /* more than RELEASE_GROUPS, and 43 of each fit a release */
     uint32_t count = pool_classes_[CLS_96].count;
-    static void *obj[SPANS][128];
-    for (unsigned k = 0; k < SPANS; k++) {
-        void *h, *t;
-        ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, count, 0, &h, &t), count);
-        unsigned i = 0;
-        for (void *p = h; p != NULL; p = *(void **)p)
-            obj[k][i++] = p;
-        ck_assert_uint_eq(i, count);
-    }
+    static void *obj[SPANS][POOL_FETCH_MAX], *mixed[POOL_RELEASE_MAX];
+    for (unsigned k = 0; k < SPANS; k++)
+        ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, count, 0, obj[k]), count);
     /* Every other object, round robin over the spans. */
-    void *head = NULL;
     uint32_t n = 0;
     for (uint32_t i = 0; i < count; i += 2)
-        for (unsigned k = 0; k < SPANS; k++) {
-            *(void **)obj[k][i] = head;
-            head = obj[k][i];
-            n++;
-        }
-    pool_central_release_(a, CLS_96, head, n);
+        for (unsigned k = 0; k < SPANS; k++)
+            mixed[n++] = obj[k][i];
+    pool_central_release_(a, CLS_96, mixed, n);
     for (unsigned k = 0; k < SPANS; k++) {
         pool_span_sh_t *s = &a->spans[span_of(obj[k][0])];
         ck_assert_uint_eq(s->nfree, (count + 1) / 2);
@@ -206,36 +186,33 @@ START_TEST(test_release_interleaved_spans)
             ck_assert_uint_eq((s->bitmap[i / 64] >> (i % 64)) & 1, i % 2);
     }
     pool_test_assert_consistent();
-    head = NULL;
     n = 0;
     for (uint32_t i = 1; i < count; i += 2)
-        for (unsigned k = 0; k < SPANS; k++) {
-            *(void **)obj[k][i] = head;
-            head = obj[k][i];
-            n++;
-        }
-    pool_central_release_(a, CLS_96, head, n);
+        for (unsigned k = 0; k < SPANS; k++)
+            mixed[n++] = obj[k][i];
+    pool_central_release_(a, CLS_96, mixed, n);
     pool_test_assert_consistent();
 }
 END_TEST
 
-/* The same object twice in one released list (a double free into a
- * thread cache links it into a cycle) aborts, naming it. */
+/* The same object twice in one release (a double free into a thread
+ * cache) aborts, naming it. */
 START_TEST(test_release_twice_in_one_list_aborts)
 {
     pool_arena_t *a = &pool_arena_;
-    void *h, *t;
-    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 2, 0, &h, &t), 2);
-    *(void **)t = h;
-    pool_central_release_(a, CLS_96, h, 3);
+    void *obj[POOL_FETCH_MAX];
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 2, 0, obj), 2);
+    obj[2] = obj[0];
+    pool_central_release_(a, CLS_96, obj, 3);
 }
 END_TEST
 
 START_TEST(test_repair_is_idempotent)
 {
     pool_arena_t *a = &pool_arena_;
-    void *h, *t;
-    pool_central_fetch_(a, CLS_96, 30, 0, &h, &t);
+    void *obj[POOL_FETCH_MAX];
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 30, 0, obj), 30);
+    void *h = obj[0];
     pool_central_sh_t *c = &a->central[CLS_96];
     /* Lose the list and counts, as a dead owner might. */
     c->head = POOL_NIL;
@@ -248,7 +225,7 @@ START_TEST(test_repair_is_idempotent)
     pool_central_rebuild_(a, CLS_96);
     pool_test_assert_consistent();
     ck_assert_uint_eq(a->spans[span_of(h)].nfree, pool_classes_[CLS_96].count - 30);
-    pool_central_release_(a, CLS_96, h, 30);
+    pool_central_release_(a, CLS_96, obj, 30);
     pool_test_assert_consistent();
     /* The page heap rebuilds its lists from the descriptors the same way. */
     a->ph->heads[0] = POOL_NIL;
@@ -283,14 +260,14 @@ START_TEST(test_dead_owner_recovered)
     ck_assert_uint_ne(s, POOL_NIL);
     ck_assert_uint_eq(a->lockstats[0].recoveries, 1);
     pool_pageheap_free_(a, s);
-    void *h, *t;
-    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 4, 0, &h, &t), 4);
+    void *obj[POOL_FETCH_MAX];
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 4, 0, obj), 4);
     if (!pool_config_spin) {
         die_holding(&a->central[CLS_96].lock, POOL_LOCK_CENTRAL, CLS_96);
-        pool_central_release_(a, CLS_96, h, 4);
+        pool_central_release_(a, CLS_96, obj, 4);
         ck_assert_uint_eq(a->lockstats[1 + CLS_96].recoveries, 1);
     } else {
-        pool_central_release_(a, CLS_96, h, 4);
+        pool_central_release_(a, CLS_96, obj, 4);
     }
     pool_test_assert_consistent();
 }
