@@ -11,12 +11,13 @@
  * end of the period that much, less a 2 MiB cushion, stayed free the whole
  * time and goes back to the OS, longest spans first.  Memory that a churn
  * frees and takes again within a period stays mapped, so it is not faulted
- * straight back in (a fresh 1 MiB span given back at once and carved again
- * by the next request cost a fault per page).  A freed span goes back at
- * once only while more free pages than an eighth of the arena (at least
- * 32 MiB) have not been given back, the bound on what a burst leaves
- * mapped.  A returned span that is reused is simply touched again (it
- * reads as zeros).  Merging returned with unreturned pages counts the
+ * straight back in: a freed span is never given back at once, however
+ * large (large blocks freed and allocated in turn were given back at every
+ * free over a bound and faulted back in 4 KiB at a time, and frag's end of
+ * run under four processes went over it).  The decay is ended by the page
+ * heap's own operations, and by pool_decay() for a heap gone quiet.  A
+ * returned span that is reused is simply touched again (it reads as
+ * zeros).  Merging returned with unreturned pages counts the
  * result as unreturned unless it is returned again, so the "returned"
  * figure never overstates.
  *
@@ -160,12 +161,6 @@ static void note_unreturned(pool_arena_t *a)
         POOL_JSET(ph_journal(a), ph->decay_min_pages, unreturned(ph));
 }
 
-uint64_t pool_pageheap_unreturned_max_(const pool_arena_t *a)
-{
-    uint64_t share = a->npages / POOL_UNRETURNED_SHARE;
-    return share > POOL_UNRETURNED_MIN_PAGES ? share : POOL_UNRETURNED_MIN_PAGES;
-}
-
 /* Give a free span's pages back to the OS.  Returning pages twice (after
  * an undo) is harmless: they are free. */
 static void return_span(pool_arena_t *a, pool_span_sh_t *s)
@@ -197,8 +192,7 @@ static void merge(pool_arena_t *a, pool_span_sh_t *left, pool_span_sh_t *right)
     a->pm_span[left->start + left->npages - 1] = left->start;
 }
 
-/* Coalesce free span idx with its free neighbours, apply the bound on
- * unreturned pages and list it. */
+/* Coalesce free span idx with its free neighbours and list it. */
 static void free_locked(pool_arena_t *a, uint32_t idx)
 {
     pool_pageheap_sh_t *ph = a->ph;
@@ -221,8 +215,6 @@ static void free_locked(pool_arena_t *a, uint32_t idx)
         POOL_CRASH_POINT("pageheap.merge_right");
         merge(a, s, &a->spans[ri]);
     }
-    if (!s->returned && unreturned(ph) > pool_pageheap_unreturned_max_(a))
-        return_span(a, s);
     list_push(a, j, idx);
     note_unreturned(a);
 }
@@ -273,6 +265,14 @@ static void decay(pool_arena_t *a)
     POOL_JSET(j, ph->decay_start_ns, now);
     POOL_JSET(j, ph->decay_min_pages, unreturned(ph));
     pool_journal_commit_(j);
+}
+
+void pool_pageheap_decay_(pool_arena_t *a)
+{
+    pool_pageheap_sh_t *ph = a->ph;
+    pool_lock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
+    decay(a);
+    pool_unlock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
 }
 
 void pool_pageheap_trim_(pool_arena_t *a)

@@ -146,9 +146,9 @@ void pool_pageheap_register_(void);
  * when decay would (tests that must reach the release).  Takes the
  * page-heap lock. */
 void pool_pageheap_trim_(pool_arena_t *a);
-/* Free pages beyond which a freed span is given back at once (an eighth of
- * the arena, at least 32 MiB). */
-uint64_t pool_pageheap_unreturned_max_(const pool_arena_t *a);
+/* End the decay period if it has run its course (pool_decay).  Takes the
+ * page-heap lock. */
+void pool_pageheap_decay_(pool_arena_t *a);
 /* pool_pageheap_free_ for a caller that holds the page-heap lock. */
 void pool_pageheap_free_locked_(pool_arena_t *a, uint32_t span);
 /* The span's memory and length in bytes. */

@@ -72,15 +72,6 @@
  * its own memory back in. */
 #define POOL_DECAY_NS UINT64_C(1000000000)
 #define POOL_DECAY_KEEP_PAGES ((size_t)(2u << 20) >> POOL_PAGE_SHIFT)
-/* Free pages not given back beyond an eighth of the arena (at least
- * 32 MiB) are given back at once: the bound on what a burst can leave
- * mapped before its period ends.  A fixed 32 MiB was too tight for a heap
- * shared by several processes: frag under -P 2 frees about 90 MiB at the
- * end of every run, and what went back was faulted in again by each
- * process on its next run (30-45 faults per 1,000 pairs, 4-8x glibc's
- * time).  The arena's size is what its user agreed to map. */
-#define POOL_UNRETURNED_SHARE 8
-#define POOL_UNRETURNED_MIN_PAGES ((size_t)(32u << 20) >> POOL_PAGE_SHIFT)
 
 #define POOL_MAGIC UINT64_C(0x6c6f6f706d687373) /* "sshmpool" little-endian */
 /* Bumped whenever a shared structure changes shape.  Debug and spin builds

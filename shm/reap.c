@@ -520,6 +520,21 @@ int pool_reap(pid_t pid, pool_reap_report_t *out)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Housekeeping                                                              */
+/* ------------------------------------------------------------------------ */
+
+void pool_decay(void)
+{
+    pool_arena_t *a = &pool_arena_;
+    if (a->hdr == NULL || pool_arena_copied_())
+        return;
+    /* Read without the lock: a period not yet over costs nothing. */
+    uint64_t start = pool_atomic_load_relaxed(&a->ph->decay_start_ns);
+    if (pool_prim_now_coarse_ns_() - start >= POOL_DECAY_NS)
+        pool_pageheap_decay_(a);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Ownership                                                                 */
 /* ------------------------------------------------------------------------ */
 

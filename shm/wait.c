@@ -52,11 +52,11 @@ static bool reap_pending;
 
 /* After a wait: reap the child that ended (pid > 0), if it held a slot (a
  * pid that never attached costs a look at the slots), and any reap left
- * pending. */
+ * pending; and, the master being the one process sure to come by, end the
+ * page heap's decay period if it is over. */
 static void reap_ended(pid_t pid)
 {
-    if (pool_arena_.hdr == NULL || pool_arena_copied_() || pool_attached() || reaping ||
-        (pid <= 0 && !pool_atomic_load_relaxed(&reap_pending)))
+    if (pool_arena_.hdr == NULL || pool_arena_copied_() || pool_attached() || reaping)
         return;
     int saved = errno;
     reaping = true;
@@ -64,6 +64,7 @@ static void reap_ended(pid_t pid)
         pool_reap_dead_(&pool_arena_);
     if (pid > 0 && pool_reap(pid, NULL) == EAGAIN)
         pool_atomic_store_release(&reap_pending, true);
+    pool_decay();
     reaping = false;
     errno = saved;
 }

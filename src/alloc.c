@@ -20,6 +20,7 @@
 #pragma weak pool_stats_json
 #pragma weak pool_reap
 #pragma weak pool_lock_stalled
+#pragma weak pool_decay
 
 bool pd_alloc_is_pool(void)
 {
@@ -100,6 +101,12 @@ int pd_alloc_reap(pid_t pid, pd_log_level_t level)
            (long)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000),
            (int)r.reaper, r.reaper == getpid() ? " (the master)" : "");
     return PD_OK;
+}
+
+void pd_alloc_decay(void)
+{
+    if (pd_alloc_is_pool() && pool_decay != NULL)
+        pool_decay();
 }
 
 pid_t pd_alloc_stalled(unsigned ms)

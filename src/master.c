@@ -553,6 +553,7 @@ int pd_master_run(const pd_config_t *cfg)
         }
         pd_watchdog(&m);
         pd_reap_deferred(&m);
+        pd_alloc_decay();
         next = pd_restart_due(&m);
         if (!pd_got_chld && !pd_got_stop)
             pd_sleep_us(&m, next);

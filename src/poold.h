@@ -154,6 +154,10 @@ int pd_alloc_reap(pid_t pid, pd_log_level_t level);
 /* The pid of a process holding a pool lock for at least ms milliseconds,
  * or 0 (always 0 without the pool).  A hint: read without locks. */
 pid_t pd_alloc_stalled(unsigned ms);
+/* Give back the pages that stayed free through a decay period, once one
+ * has ended: the master's part in the pool's housekeeping, since workers
+ * that serve from their caches alone may never end one. */
+void pd_alloc_decay(void);
 
 /* ------------------------------------------------------------------------ */
 /* srvstats.c — per-worker counters in memory shared by all processes        */

@@ -189,23 +189,30 @@ END_TEST
 
 /* A burst of frees stays mapped up to the bound (the test arena is small,
  * so the 32 MiB floor); a span freed beyond it goes back at once. */
-START_TEST(test_burst_beyond_bound_returned)
+/* A freed span is never given back at once, however large: a burst of
+ * frees stays mapped until a decay period it stays free through has ended,
+ * and pool_decay() ends it for a heap that has gone quiet. */
+START_TEST(test_burst_kept_until_decay)
 {
     pool_arena_t *a = &pool_arena_;
-    uint64_t bound = pool_pageheap_unreturned_max_(a);
-    ck_assert_uint_eq(bound, POOL_UNRETURNED_MIN_PAGES);
-    ck_assert_uint_lt(bound + 16, a->npages - a->ph->carved);
-    uint32_t first = take((uint32_t)bound - 8), gap = take(1);
-    uint32_t second = take(16), guard = take(1);
+    uint32_t big = (a->npages - a->ph->carved) / 2;
+    uint32_t burst = take(big), guard = take(1);
     uint64_t madv = a->ph->madvises;
-    pool_pageheap_free_(a, first);
+    pool_pageheap_free_(a, burst);
     ck_assert_uint_eq(a->ph->madvises, madv);
     ck_assert_uint_eq(a->ph->returned_pages, 0);
-    pool_pageheap_free_(a, second);
-    ck_assert_uint_eq(a->ph->madvises, madv + 1);
-    ck_assert_uint_eq(a->ph->returned_pages, 16);
+    /* Taken and freed again within the period: still nothing returned. */
+    pool_pageheap_free_(a, take(big));
+    ck_assert_uint_eq(a->ph->returned_pages, 0);
+    pool_decay(); /* the period is not over */
+    ck_assert_uint_eq(a->ph->returned_pages, 0);
+    /* A quiet period: the burst stayed free through it. */
+    a->ph->decay_start_ns -= POOL_DECAY_NS;
+    a->ph->decay_min_pages = a->ph->free_pages;
+    pool_decay();
+    ck_assert_uint_ge(a->ph->returned_pages, big - POOL_DECAY_KEEP_PAGES);
+    ck_assert_uint_gt(a->ph->madvises, madv);
     pool_test_assert_consistent();
-    pool_pageheap_free_(a, gap);
     pool_pageheap_free_(a, guard);
     pool_test_assert_consistent();
 }
@@ -272,7 +279,7 @@ Suite *make_pageheap_suite(void)
     tcase_add_test(tc, test_big_requests);
     tcase_add_test(tc, test_release_to_os);
     tcase_add_test(tc, test_decay_returns_what_stayed_free);
-    tcase_add_test(tc, test_burst_beyond_bound_returned);
+    tcase_add_test(tc, test_burst_kept_until_decay);
     tcase_add_test(tc, test_exhaustion_falls_back);
     tcase_add_test(tc, test_lock_hold_counted);
     suite_add_tcase(s, tc);
