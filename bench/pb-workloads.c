@@ -274,34 +274,45 @@ PB_INLINE unsigned ring_drain(const pb_ops_t *ops, pb_ring_t *r)
     return (unsigned)(t - h);
 }
 
+/* The consumer's end of a run: free what r brings until its producer has
+ * finished run seq and r is empty. */
+PB_INLINE void ring_drain_to_end(const pb_ops_t *ops, pb_ring_t *r, uint64_t seq)
+{
+    unsigned spins = 0;
+    for (;;) {
+        bool done = atomic_load_explicit(&r->done, memory_order_acquire) == seq;
+        if (ring_drain(ops, r) > 0)
+            spins = 0;
+        else if (done)
+            break;
+        else
+            pb_relax(&spins);
+    }
+}
+
 /* Worker i allocates, hands every block to worker i+1 (mod N) and frees
  * what worker i-1 handed it, so every free is of another worker's block.
  * A worker whose outgoing ring is full drains its incoming one while it
  * waits, so a cycle of full rings always moves. */
 PB_INLINE void pingpong_body(const pb_ops_t *ops, pb_ctx_t *c)
 {
+    pb_ring_t *in = &c->rings[(c->worker + c->workers - 1) % c->workers];
+    pb_ring_t *out = &c->rings[c->worker];
     uint64_t rng = rng_seed(c->worker);
     unsigned spins = 0;
     c->t_begin = pb_now_ns();
     for (uint64_t i = 0; i < c->pairs; i++) {
         void *p = ops->alloc(1 + rng_next(&rng) % 256);
         PB_ESCAPE(p);
-        while (!ring_push(c->out, p))
-            if (ring_drain(ops, c->in) == 0)
+        while (!ring_push(out, p))
+            if (ring_drain(ops, in) == 0)
                 pb_relax(&spins);
         if ((i & 15) == 15)
-            ring_drain(ops, c->in);
+            ring_drain(ops, in);
         spins = 0;
     }
-    atomic_store_explicit(&c->out->done, c->seq, memory_order_release);
-    for (;;) {
-        bool done = atomic_load_explicit(&c->in->done, memory_order_acquire) == c->seq;
-        if (ring_drain(ops, c->in) == 0) {
-            if (done)
-                break;
-            pb_relax(&spins);
-        }
-    }
+    atomic_store_explicit(&out->done, c->seq, memory_order_release);
+    ring_drain_to_end(ops, in, c->seq);
     c->t_end = pb_now_ns();
 }
 

@@ -69,7 +69,7 @@ typedef struct pb_shared_s {
     pthread_barrier_t start;        /* after set-up, and before every run */
     pthread_barrier_t inner;        /* the workloads' own (frag) */
     _Atomic int failed;             /* a worker could not set up */
-    pb_ring_t ring[PB_MAX_WORKERS]; /* ring i: worker i to worker i+1 */
+    pb_ring_t ring[PB_MAX_WORKERS]; /* pb_ctx_t.rings */
     pb_result_t result[];           /* [run][allocator][worker] */
 } pb_shared_t;
 
@@ -189,8 +189,8 @@ static int pb_worker(const pb_cell_t *cell, unsigned i)
                 .request = cell->request,
                 .region = region,
                 .scratch = scratch,
-                .in = &sh->ring[(i + o->workers - 1) % o->workers],
-                .out = &sh->ring[i],
+                .workers = o->workers,
+                .rings = sh->ring,
                 .barrier = &sh->inner,
                 .measure = o->processes || i == 0,
             };

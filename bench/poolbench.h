@@ -58,7 +58,9 @@ typedef struct pb_ctx_s {
     pd_region_t *region;        /* the region arm: this worker's own region */
     void **scratch;             /* bookkeeping array, never from an allocator
                                    under test: PB_SCRATCH_SLOTS pointers */
-    pb_ring_t *in, *out;        /* pingpong: from the previous worker, to the next */
+    unsigned workers;           /* how many run together */
+    pb_ring_t *rings;           /* one per worker; the workload says which
+                                   connects whom: pingpong i to i+1 */
     pthread_barrier_t *barrier; /* frag: every worker, between churn and measuring */
     bool measure;               /* frag: this worker reads the process's figures */
     int64_t t_begin, t_end;     /* the timed part, CLOCK_MONOTONIC ns */
