@@ -77,6 +77,16 @@ static size_t band_size(const pb_band_t *b, uint64_t r)
     return b->lo + v % (b->hi - b->lo + 1);
 }
 
+/* Write every 4 KiB page of a block and its last byte, as a user of the
+ * whole block would: the pages an allocator hands out fresh (or got back
+ * from the OS) fault in here. */
+static void touch_pages(char *p, size_t n)
+{
+    for (size_t off = 0; off < n; off += 4096)
+        p[off] = 1;
+    p[n - 1] = 1;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Requests                                                                  */
 /* ------------------------------------------------------------------------ */
@@ -400,13 +410,6 @@ PB_INLINE void prodcons_body(const pb_ops_t *ops, pb_ctx_t *c)
 static const pb_band_t frag_bands[] = { { 700, 16, 256 }, { 250, 257, 4096 },
                                         { 45, 4097, 65536 }, { 5, 65537, 524288 } };
 
-static void frag_touch(char *p, size_t n)
-{
-    for (size_t off = 0; off < n; off += 4096)
-        p[off] = 1;
-    p[n - 1] = 1;
-}
-
 /* The value of a "Name:   N kB" line of a /proc file, or -1. */
 static long proc_kb(const char *path, const char *name)
 {
@@ -447,7 +450,7 @@ PB_INLINE void frag_body(const pb_ops_t *ops, pb_ctx_t *c)
         ops->release(v[k]);
         v[k] = ops->alloc(n);
         if (v[k] != NULL)
-            frag_touch(v[k], n);
+            touch_pages(v[k], n);
     }
     for (unsigned k = 0; k < FRAG_SLOTS; k++)
         if (k % 8 != 0) {
@@ -463,7 +466,7 @@ PB_INLINE void frag_body(const pb_ops_t *ops, pb_ctx_t *c)
         char *big = ops->alloc(FRAG_BIG);
         c->mem.big_ok = big != NULL;
         if (big != NULL) {
-            frag_touch(big, FRAG_BIG);
+            touch_pages(big, FRAG_BIG);
             ops->release(big);
         }
     }
@@ -474,13 +477,46 @@ PB_INLINE void frag_body(const pb_ops_t *ops, pb_ctx_t *c)
 }
 
 /* ------------------------------------------------------------------------ */
+/* large                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* One block at a time of 5-120 MiB (uniform, from the worker's stream),
+ * every page written, then freed: whether the next block is faulted in
+ * again page by page depends on what the allocator did with the last one
+ * (kept it, or gave it back to the kernel). */
+#define LARGE_MIN ((size_t)5 << 20)
+#define LARGE_MAX ((size_t)120 << 20)
+
+static __attribute__((noinline, noreturn)) void large_failed(size_t n)
+{
+    fprintf(stderr, "poolbench: large: an allocation of %zu bytes failed\n", n);
+    abort();
+}
+
+PB_INLINE void large_body(const pb_ops_t *ops, pb_ctx_t *c)
+{
+    uint64_t rng = rng_seed(c->worker);
+    c->t_begin = pb_now_ns();
+    for (uint64_t i = 0; i < c->pairs; i++) {
+        size_t n = LARGE_MIN + rng_next(&rng) % (LARGE_MAX - LARGE_MIN + 1);
+        char *p = ops->alloc(n);
+        if (p == NULL)
+            large_failed(n);
+        touch_pages(p, n);
+        ops->release(p);
+    }
+    c->t_end = pb_now_ns();
+}
+
+/* ------------------------------------------------------------------------ */
 /* Allocators and the table                                                  */
 /* ------------------------------------------------------------------------ */
 
 /* The do-nothing allocator: noinline, so the loop around it keeps its calls
  * and costs what it costs around a real allocator.  Its one block is as big
- * as frag's largest, so frag's page touches cost the same in every arm. */
-static char none_area[524288] __attribute__((aligned(64)));
+ * as large's largest (and so frag's), so their page touches cost the same
+ * in every arm; pages no arm touches cost no memory. */
+static char none_area[LARGE_MAX] __attribute__((aligned(64)));
 
 static __attribute__((noinline)) void *none_malloc(size_t n)
 {
@@ -545,6 +581,7 @@ PB_INSTANCE(heavy, heavy_body)
 PB_INSTANCE(pingpong, pingpong_body)
 PB_INSTANCE(prodcons, prodcons_body)
 PB_INSTANCE(frag, frag_body)
+PB_INSTANCE(large, large_body)
 
 PB_REGION_INSTANCE(fixed16, fixed16_body)
 PB_REGION_INSTANCE(fixed64, fixed64_body)
@@ -574,5 +611,7 @@ const pb_workload_t pb_workloads[] = {
       PB_ARMS(prodcons), 1000000, 1, 2, false, false, false, false },
     { "frag", "a churn of 16 B-512 KiB blocks, then memory held and a 10 MiB try",
       PB_ARMS(frag), 200000, 1, 1, false, true, true, false },
+    { "large", "one block of 5-120 MiB at a time, every page written, then freed",
+      PB_ARMS(large), 10, 1, 1, false, false, true, false },
 };
 const size_t pb_n_workloads = sizeof pb_workloads / sizeof pb_workloads[0];
