@@ -17,7 +17,13 @@
 # poolbench calling pool_malloc/pool_free itself, without the override;
 # region is poolbench's per-request region (blocks of 4 KiB from glibc),
 # region-64k the same with 64 KiB blocks; a region has no figure (n/a) for
-# batch, pingpong and frag, which free objects one by one.
+# batch, frag and large, which free objects one by one.
+#
+# large: every pair writes a block of 5-120 MiB page by page, so it runs at
+# a 5,000th of N1 and N2; callgrind counts user space only, and what large
+# costs is mostly the kernel's (faults, munmap, MADV_REMOVE): see the timed
+# run's system time and faults.  pingpong and prodcons need workers and do
+# not run here.
 #
 # Requests: a region frees only at the end of a request, so when one is
 # listed, fixed16, fixed64, random256 and random8k are cut into requests of
@@ -30,10 +36,12 @@ usage() {
     cat <<EOF
 usage: callgrind.sh [-b BUILDDIR] [-w "WORKLOAD ..."] [-a "ALLOCATOR ..."] [-n N1] [-N N2]
                     [-r N]
-  workloads:  fixed16 fixed64 batch random256 random8k heavy frag (default: fixed16 heavy)
+  workloads:  fixed16 fixed64 batch random256 random8k heavy frag large
+              (default: fixed16 heavy)
   allocators: region region-64k pool pool-direct glibc jemalloc tcmalloc mimalloc
               (default: region pool glibc jemalloc tcmalloc mimalloc pool-direct)
-  N1, N2:     pair counts (default 95000 and 760000, whole heavy rounds)
+  N1, N2:     pair counts (default 95000 and 760000, whole heavy rounds; large
+              runs N1/5000 and N2/5000)
   N:          allocations per request for fixed16, fixed64, random256 and random8k
               (default 100 when a region is listed; 0: their plain loops, no region)
 EOF
@@ -80,6 +88,14 @@ fi
 request_opt() {
     case $1 in
     fixed16|fixed64|random256|random8k) [ "$request" -eq 0 ] || echo "--request $request" ;;
+    esac
+}
+
+# pairs WORKLOAD N: how many pairs WORKLOAD runs for the count N.
+pairs() {
+    case $1 in
+    large) echo $(($2 / 5000)) ;;
+    *) echo "$2" ;;
     esac
 }
 
@@ -130,9 +146,15 @@ ir() {
 
 # slope ALLOCATOR WORKLOAD: instructions per pair including the loop.
 slope() {
-    a=$(ir "$1" "$2" "$n1") || exit 1
-    b=$(ir "$1" "$2" "$n2") || exit 1
-    awk -v a="$a" -v b="$b" -v n1="$n1" -v n2="$n2" \
+    m1=$(pairs "$2" "$n1")
+    m2=$(pairs "$2" "$n2")
+    if [ "$m1" -lt 1 ] || [ "$m1" -ge "$m2" ]; then
+        echo "callgrind.sh: $2 runs $m1 and $m2 pairs for N1=$n1 and N2=$n2: raise them" >&2
+        exit 2
+    fi
+    a=$(ir "$1" "$2" "$m1") || exit 1
+    b=$(ir "$1" "$2" "$m2") || exit 1
+    awk -v a="$a" -v b="$b" -v n1="$m1" -v n2="$m2" \
         'BEGIN { printf "%.1f", (b - a) / (n2 - n1) }'
 }
 
@@ -140,6 +162,10 @@ echo "callgrind: instructions per malloc+free pair, (Ir(N2)-Ir(N1))/(N2-N1)" \
      "with N1=$n1 N2=$n2, minus the loop's own cost"
 [ "$request" -eq 0 ] || echo "NAME/r$request: NAME in requests of $request allocations, then all" \
     "freed (a region: reset); heavy: requests of 95"
+case " $workloads " in
+*" large "*) echo "large: $(pairs large "$n1") and $(pairs large "$n2") pairs, user space only" \
+    "(its faults are the kernel's)" ;;
+esac
 printf '%-12s' allocator
 for w in $workloads; do
     if [ -n "$(request_opt "$w")" ]; then printf '%14s' "$w/r$request"; else printf '%14s' "$w"; fi
@@ -150,10 +176,11 @@ for w in $workloads; do
     eval "loop_$w=\$l"
 done
 # runs ALLOCATOR WORKLOAD: false for a region on a workload without
-# requests (batch, pingpong and frag free objects one by one).
+# requests (batch, pingpong, prodcons, frag and large free objects one by
+# one).
 runs() {
     case $1:$2 in
-    region*:batch|region*:pingpong|region*:frag) return 1 ;;
+    region*:batch|region*:pingpong|region*:prodcons|region*:frag|region*:large) return 1 ;;
     esac
     return 0
 }

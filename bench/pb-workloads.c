@@ -61,6 +61,32 @@ static uint64_t rng_seed(unsigned worker)
     return UINT64_C(0x9e3779b97f4a7c15) * (worker + 1) ^ UINT64_C(0x5eed);
 }
 
+/* A mix of sizes: bands of lo..hi bytes, each drawn with its share of
+ * 1,000 (the shares add up to 1,000), uniform within the band. */
+typedef struct pb_band_s {
+    unsigned share;
+    size_t lo, hi;
+} pb_band_t;
+
+static size_t band_size(const pb_band_t *b, uint64_t r)
+{
+    unsigned pick = (unsigned)(r % 1000);
+    uint64_t v = r >> 16;
+    for (; pick >= b->share; b++)
+        pick -= b->share;
+    return b->lo + v % (b->hi - b->lo + 1);
+}
+
+/* Write every 4 KiB page of a block and its last byte, as a user of the
+ * whole block would: the pages an allocator hands out fresh (or got back
+ * from the OS) fault in here. */
+static void touch_pages(char *p, size_t n)
+{
+    for (size_t off = 0; off < n; off += 4096)
+        p[off] = 1;
+    p[n - 1] = 1;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Requests                                                                  */
 /* ------------------------------------------------------------------------ */
@@ -263,7 +289,8 @@ static bool ring_push(pb_ring_t *r, void *p)
     return true;
 }
 
-/* Free every block waiting in r; returns how many. */
+/* Free every block waiting in r; returns how many.  head moves only after
+ * the frees, so a producer that sees r empty knows its blocks are freed. */
 PB_INLINE unsigned ring_drain(const pb_ops_t *ops, pb_ring_t *r)
 {
     uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
@@ -274,34 +301,96 @@ PB_INLINE unsigned ring_drain(const pb_ops_t *ops, pb_ring_t *r)
     return (unsigned)(t - h);
 }
 
+/* The consumer's end of a run: free what r brings until its producer has
+ * finished run seq and r is empty. */
+PB_INLINE void ring_drain_to_end(const pb_ops_t *ops, pb_ring_t *r, uint64_t seq)
+{
+    unsigned spins = 0;
+    for (;;) {
+        bool done = atomic_load_explicit(&r->done, memory_order_acquire) == seq;
+        if (ring_drain(ops, r) > 0)
+            spins = 0;
+        else if (done)
+            break;
+        else
+            pb_relax(&spins);
+    }
+}
+
 /* Worker i allocates, hands every block to worker i+1 (mod N) and frees
  * what worker i-1 handed it, so every free is of another worker's block.
  * A worker whose outgoing ring is full drains its incoming one while it
  * waits, so a cycle of full rings always moves. */
 PB_INLINE void pingpong_body(const pb_ops_t *ops, pb_ctx_t *c)
 {
+    pb_ring_t *in = &c->rings[(c->worker + c->workers - 1) % c->workers];
+    pb_ring_t *out = &c->rings[c->worker];
     uint64_t rng = rng_seed(c->worker);
     unsigned spins = 0;
     c->t_begin = pb_now_ns();
     for (uint64_t i = 0; i < c->pairs; i++) {
         void *p = ops->alloc(1 + rng_next(&rng) % 256);
         PB_ESCAPE(p);
-        while (!ring_push(c->out, p))
-            if (ring_drain(ops, c->in) == 0)
+        while (!ring_push(out, p))
+            if (ring_drain(ops, in) == 0)
                 pb_relax(&spins);
         if ((i & 15) == 15)
-            ring_drain(ops, c->in);
+            ring_drain(ops, in);
         spins = 0;
     }
-    atomic_store_explicit(&c->out->done, c->seq, memory_order_release);
-    for (;;) {
-        bool done = atomic_load_explicit(&c->in->done, memory_order_acquire) == c->seq;
-        if (ring_drain(ops, c->in) == 0) {
-            if (done)
-                break;
-            pb_relax(&spins);
-        }
+    atomic_store_explicit(&out->done, c->seq, memory_order_release);
+    ring_drain_to_end(ops, in, c->seq);
+    c->t_end = pb_now_ns();
+}
+
+/* ------------------------------------------------------------------------ */
+/* prodcons                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* The blocks of a request handed from an accept loop to a worker: 60 %
+ * 16-128 B, 30 % 129-512 B, 10 % 513 B-1 KiB (216 B on average). */
+static const pb_band_t prodcons_bands[] = { { 600, 16, 128 }, { 300, 129, 512 },
+                                            { 100, 513, 1024 } };
+
+/* Worker 0 allocates every block, writes its first and last byte, and
+ * hands block i to worker 1 + i mod (N-1) through ring 1 + i mod (N-1),
+ * waiting while that ring is full; workers 1..N-1 free what they are
+ * handed.  So every allocation is in one worker and every free in
+ * another, and no worker's frees ever refill its own allocations.  The
+ * producer's run ends only when the consumers have freed its last block:
+ * every worker's time spans the whole pipeline, and a pair is what the
+ * pipeline takes per block.  That also keeps pool.h's ownership invariant
+ * under -P without pool_adopt (which takes the class lock, on every
+ * handover): no block is live in another process once its owner is past
+ * the run. */
+PB_INLINE void prodcons_body(const pb_ops_t *ops, pb_ctx_t *c)
+{
+    unsigned spins = 0;
+    c->t_begin = pb_now_ns();
+    if (c->worker > 0) {
+        ring_drain_to_end(ops, &c->rings[c->worker], c->seq);
+        c->t_end = pb_now_ns();
+        return;
     }
+    uint64_t rng = rng_seed(0);
+    unsigned to = 1;
+    for (uint64_t i = 0; i < c->pairs; i++) {
+        size_t n = band_size(prodcons_bands, rng_next(&rng));
+        char *p = ops->alloc(n);
+        p[0] = p[n - 1] = 1;
+        while (!ring_push(&c->rings[to], p))
+            pb_relax(&spins);
+        spins = 0;
+        if (++to == c->workers)
+            to = 1;
+    }
+    for (unsigned k = 1; k < c->workers; k++)
+        atomic_store_explicit(&c->rings[k].done, c->seq, memory_order_release);
+    /* A ring's head passes a block only once it is freed. */
+    for (unsigned k = 1; k < c->workers; k++)
+        while (atomic_load_explicit(&c->rings[k].head, memory_order_acquire) !=
+               atomic_load_explicit(&c->rings[k].tail, memory_order_relaxed))
+            pb_relax(&spins);
     c->t_end = pb_now_ns();
 }
 
@@ -318,25 +407,8 @@ PB_INLINE void pingpong_body(const pb_ops_t *ops, pb_ctx_t *c)
 #define FRAG_SLOTS 4000
 #define FRAG_BIG ((size_t)10 << 20)
 
-static size_t frag_size(uint64_t r)
-{
-    unsigned pick = (unsigned)(r % 1000);
-    uint64_t v = r >> 16;
-    if (pick < 700)
-        return 16 + v % 241;
-    if (pick < 950)
-        return 257 + v % (4096 - 256);
-    if (pick < 995)
-        return 4097 + v % (65536 - 4096);
-    return 65537 + v % (524288 - 65536);
-}
-
-static void frag_touch(char *p, size_t n)
-{
-    for (size_t off = 0; off < n; off += 4096)
-        p[off] = 1;
-    p[n - 1] = 1;
-}
+static const pb_band_t frag_bands[] = { { 700, 16, 256 }, { 250, 257, 4096 },
+                                        { 45, 4097, 65536 }, { 5, 65537, 524288 } };
 
 /* The value of a "Name:   N kB" line of a /proc file, or -1. */
 static long proc_kb(const char *path, const char *name)
@@ -374,11 +446,11 @@ PB_INLINE void frag_body(const pb_ops_t *ops, pb_ctx_t *c)
     for (uint64_t i = 0; i < c->pairs; i++) {
         uint64_t r = rng_next(&rng);
         unsigned k = (unsigned)(r % FRAG_SLOTS);
-        size_t n = frag_size(rng_next(&rng));
+        size_t n = band_size(frag_bands, rng_next(&rng));
         ops->release(v[k]);
         v[k] = ops->alloc(n);
         if (v[k] != NULL)
-            frag_touch(v[k], n);
+            touch_pages(v[k], n);
     }
     for (unsigned k = 0; k < FRAG_SLOTS; k++)
         if (k % 8 != 0) {
@@ -394,7 +466,7 @@ PB_INLINE void frag_body(const pb_ops_t *ops, pb_ctx_t *c)
         char *big = ops->alloc(FRAG_BIG);
         c->mem.big_ok = big != NULL;
         if (big != NULL) {
-            frag_touch(big, FRAG_BIG);
+            touch_pages(big, FRAG_BIG);
             ops->release(big);
         }
     }
@@ -405,13 +477,46 @@ PB_INLINE void frag_body(const pb_ops_t *ops, pb_ctx_t *c)
 }
 
 /* ------------------------------------------------------------------------ */
+/* large                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* One block at a time of 5-120 MiB (uniform, from the worker's stream),
+ * every page written, then freed: whether the next block is faulted in
+ * again page by page depends on what the allocator did with the last one
+ * (kept it, or gave it back to the kernel). */
+#define LARGE_MIN ((size_t)5 << 20)
+#define LARGE_MAX ((size_t)120 << 20)
+
+static __attribute__((noinline, noreturn)) void large_failed(size_t n)
+{
+    fprintf(stderr, "poolbench: large: an allocation of %zu bytes failed\n", n);
+    abort();
+}
+
+PB_INLINE void large_body(const pb_ops_t *ops, pb_ctx_t *c)
+{
+    uint64_t rng = rng_seed(c->worker);
+    c->t_begin = pb_now_ns();
+    for (uint64_t i = 0; i < c->pairs; i++) {
+        size_t n = LARGE_MIN + rng_next(&rng) % (LARGE_MAX - LARGE_MIN + 1);
+        char *p = ops->alloc(n);
+        if (p == NULL)
+            large_failed(n);
+        touch_pages(p, n);
+        ops->release(p);
+    }
+    c->t_end = pb_now_ns();
+}
+
+/* ------------------------------------------------------------------------ */
 /* Allocators and the table                                                  */
 /* ------------------------------------------------------------------------ */
 
 /* The do-nothing allocator: noinline, so the loop around it keeps its calls
  * and costs what it costs around a real allocator.  Its one block is as big
- * as frag's largest, so frag's page touches cost the same in every arm. */
-static char none_area[524288] __attribute__((aligned(64)));
+ * as large's largest (and so frag's), so their page touches cost the same
+ * in every arm; pages no arm touches cost no memory. */
+static char none_area[LARGE_MAX] __attribute__((aligned(64)));
 
 static __attribute__((noinline)) void *none_malloc(size_t n)
 {
@@ -474,7 +579,9 @@ PB_INSTANCE(random256, random256_body)
 PB_INSTANCE(random8k, random8k_body)
 PB_INSTANCE(heavy, heavy_body)
 PB_INSTANCE(pingpong, pingpong_body)
+PB_INSTANCE(prodcons, prodcons_body)
 PB_INSTANCE(frag, frag_body)
+PB_INSTANCE(large, large_body)
 
 PB_REGION_INSTANCE(fixed16, fixed16_body)
 PB_REGION_INSTANCE(fixed64, fixed64_body)
@@ -500,7 +607,11 @@ const pb_workload_t pb_workloads[] = {
       PB_ARMS_REGION(heavy), 95 * 20000, HEAVY_OBJECTS, 1, false, false, true, false },
     { "pingpong", "blocks of 1-256 B allocated here, freed by the next worker",
       PB_ARMS(pingpong), 1000000, 1, 2, false, false, false, false },
+    { "prodcons", "blocks of 16 B-1 KiB allocated by worker 0, freed by the others",
+      PB_ARMS(prodcons), 1000000, 1, 2, false, false, false, false },
     { "frag", "a churn of 16 B-512 KiB blocks, then memory held and a 10 MiB try",
       PB_ARMS(frag), 200000, 1, 1, false, true, true, false },
+    { "large", "one block of 5-120 MiB at a time, every page written, then freed",
+      PB_ARMS(large), 10, 1, 1, false, false, true, false },
 };
 const size_t pb_n_workloads = sizeof pb_workloads / sizeof pb_workloads[0];

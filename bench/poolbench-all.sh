@@ -20,6 +20,10 @@
 #                 with --enable-pool-lock=spin, at -P 2 (workers <= cores on
 #                 a 2-core machine) and -P 4 (workers > cores).
 # frag runs alone per allocator: its memory figures are the process's.
+# pingpong and prodcons free every block in another worker than the one
+# that allocated it, which under -P only the pool can do: there the peers
+# get a row that says so, and the report compares the pool's -P N with the
+# peers' -T N.
 #
 # The region table (regions.csv, regions.md; alone with --regions-only):
 # the per-request region against the same arms, every workload cut into
@@ -34,11 +38,13 @@ set -eu
 usage() {
     cat <<EOF
 usage: poolbench-all.sh [-b BUILDDIR] [--spin-build DIR] [--quick] [--runs R]
-                        [--request N] [--regions-only] [OUTDIR]
+                        [--request N] [--workloads "NAME ..."] [--regions-only] [OUTDIR]
   OUTDIR defaults to bench/results/<date>-<host> under the source tree;
   poolbench.csv and poolbench.md, then regions.csv and regions.md are written there.
   --quick         a quarter of every workload's pairs per run (about 2 minutes on
                   2 cores for each of the two tables)
+  --workloads L   only these workloads in the first table (default: every one
+                  poolbench --help lists)
   --request N     allocations per request in the region table (default 100)
   --regions-only  only the region table
 EOF
@@ -51,6 +57,7 @@ scale=1
 runs=5
 request=100
 regions_only=
+workloads=
 out=
 while [ $# -gt 0 ]; do
     case $1 in
@@ -59,6 +66,7 @@ while [ $# -gt 0 ]; do
     --quick) scale=0.25; shift ;;
     --runs) [ $# -ge 2 ] || { usage >&2; exit 2; }; runs=$2; shift 2 ;;
     --request) [ $# -ge 2 ] || { usage >&2; exit 2; }; request=$2; shift 2 ;;
+    --workloads) [ $# -ge 2 ] || { usage >&2; exit 2; }; workloads=$2; shift 2 ;;
     --regions-only) regions_only=yes; shift ;;
     -h|--help) usage; exit 0 ;;
     -*) echo "poolbench-all.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
@@ -110,7 +118,14 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 : >"$tmp/rows"
 : >"$tmp/rrows"
-workloads=$("$bench" --help | awk '/^workloads:/ { on = 1; next } on && NF { print $1 }')
+known=$("$bench" --help | awk '/^workloads:/ { on = 1; next } on && NF { print $1 }')
+for w in $workloads; do
+    case " $(echo $known) " in
+    *" $w "*) ;;
+    *) echo "poolbench-all.sh: no workload $w (poolbench --help lists: $(echo $known))" >&2; exit 2 ;;
+    esac
+done
+[ -n "$workloads" ] || workloads=$known
 modes="-P1 -P2 -P4 -T2 -T4"
 version() { dpkg-query -W -f '${Version}' "$1" 2>/dev/null || echo unknown; }
 
@@ -193,17 +208,28 @@ if [ -z "$regions_only" ]; then
         echo "with glibc above all, which ran interleaved with it in the same runs."
         echo "\`-P N\`: N processes sharing the arena; \`-T N\`: N threads of one process."
         echo "pool-preload runs only under -T (its forked children leave the pool);"
-        echo "pingpong under -P is impossible for a preloaded malloc (private heaps)."
+        echo "pingpong and prodcons under -P are impossible for a preloaded malloc (private"
+        echo "heaps: no process can free another's block), so in their -P rows pool ÷ glibc"
+        echo "and pool ÷ best peer compare the pool's \`-P N\` with the others' \`-T N\`,"
+        echo "marked so. CPU time (the thread's CPU clock; its system part is getrusage's"
+        echo "share, sampled at the kernel's tick), faults and voluntary context switches"
+        echo "(getrusage) are per pair and the workers' mean, like ns per pair."
         echo
         awk -F, '
         NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
         {
             w = $col["workload"]; ph = $col["phase"]; a = $col["allocator"]; m = $col["mode"]
-            row = w (ph == "all" ? "" : " " ph) " | " m
-            if (!(row in seen)) { seen[row] = 1; order[++nrow] = row }
+            shape = w (ph == "all" ? "" : " " ph)
+            row = shape " | " m
+            if (!(row in seen)) { seen[row] = 1; order[++nrow] = row; rshape[row] = shape; rmode[row] = m; rw[row] = w }
             if (!(a in aseen)) { aseen[a] = 1 }
             v = $col["median_ns"]
-            cell[row, a] = v == "" ? "n/a" : v
+            cell[row, a] = v == "" ? "n/a" : num(v)
+            if (v != "") {
+                cpu[row, a] = num($col["cpu_ns"]) " (" num($col["sys_ns"]) ")"
+                vcsw[row, a] = $col["vcsw_per_kpair"]
+                fpp[row, a] = sprintf("%.0f", $col["faults_per_kpair"] / 1000)
+            }
             if (v != "" && a != "pool" && a != "pool-spin" && a != "pool-preload" && a != "glibc" &&
                 (!((row) in best) || v + 0 < best[row] + 0)) { best[row] = v; bestname[row] = a }
             if (a == "pool" && $col["ratio_to_malloc"] != "") ratio[row] = $col["ratio_to_malloc"]
@@ -214,10 +240,43 @@ if [ -z "$regions_only" ]; then
                 flt[mrow, a] = $col["faults_per_kpair"]
             }
         }
+        # A figure of 1,000 or more needs no decimals (the ns of large run to millions).
+        function num(v) { return v + 0 >= 1000 ? sprintf("%.0f", v) : v }
+        # One table of a usage figure v[row, arm] for the rows of the workloads in
+        # the space-separated list that have one; nothing when none has.
+        function detail(title, note, list, v,   i, r, row, n, sel) {
+            n = 0
+            for (r = 1; r <= nrow; r++)
+                if (index(" " list " ", " " rw[order[r]] " ") > 0 && ((order[r] in pool) || (order[r] in best)))
+                    sel[++n] = order[r]
+            if (n == 0) return
+            printf "\n## %s\n\n%s\n\n| workload | mode |", title, note
+            for (i = 1; i <= k; i++) printf " %s |", names[i]
+            printf "\n|---|---|"
+            for (i = 1; i <= k; i++) printf "--:|"
+            printf "\n"
+            for (r = 1; r <= n; r++) {
+                row = sel[r]
+                printf "| %s |", row
+                for (i = 1; i <= k; i++) printf " %s |", ((row, names[i]) in v) ? v[row, names[i]] : ""
+                printf "\n"
+            }
+        }
         END {
             n = split("pool pool-spin pool-preload glibc jemalloc tcmalloc mimalloc", all, " ")
             k = 0
             for (i = 1; i <= n; i++) if (all[i] in aseen) names[++k] = all[i]
+            # A -P row the peers cannot run (pingpong, prodcons) is compared with
+            # their -T row of as many workers.
+            for (r = 1; r <= nrow; r++) {
+                row = order[r]
+                if (rmode[row] !~ /^P/ || (row in best) || !(row in pool)) continue
+                tmode = "T" substr(rmode[row], 2)
+                trow = rshape[row] " | " tmode
+                if (trow in best) { best[row] = best[trow]; bestname[row] = bestname[trow] " " tmode }
+                if (!(row in ratio) && cell[trow, "glibc"] + 0 > 0)
+                    ratio[row] = sprintf("%.3f (glibc %s)", pool[row] / cell[trow, "glibc"], tmode)
+            }
             printf "## ns per malloc+free pair (median)\n\n| workload | mode |"
             for (i = 1; i <= k; i++) printf " %s |", names[i]
             printf " pool ÷ glibc | pool ÷ best peer |\n|---|---|"
@@ -234,29 +293,43 @@ if [ -z "$regions_only" ]; then
                     printf " |"
                 printf "\n"
             }
-            printf "\n## frag: memory held after the churn\n\n"
-            printf "PSS / RSS / RssShmem in kB, and whether a 10 MiB block could still be had;"
-            printf " under -P summed over the worker processes (PSS sums to the footprint).\n"
-            printf "Minor faults per 1,000 pairs in the second table.\n\n| mode |"
-            for (i = 1; i <= k; i++) printf " %s |", names[i]
-            printf "\n|---|"
-            for (i = 1; i <= k; i++) printf "---|"
-            printf "\n"
-            for (r = 1; r <= nm; r++) {
-                printf "| %s |", morder[r]
-                for (i = 1; i <= k; i++) printf " %s |", ((morder[r], names[i]) in mem) ? mem[morder[r], names[i]] : ""
+            if (nm > 0) {
+                printf "\n## frag: memory held after the churn\n\n"
+                printf "PSS / RSS / RssShmem in kB, and whether a 10 MiB block could still be had;"
+                printf " under -P summed over the worker processes (PSS sums to the footprint).\n"
+                printf "Minor faults per 1,000 pairs in the second table.\n\n| mode |"
+                for (i = 1; i <= k; i++) printf " %s |", names[i]
+                printf "\n|---|"
+                for (i = 1; i <= k; i++) printf "---|"
                 printf "\n"
-            }
-            printf "\n| mode |"
-            for (i = 1; i <= k; i++) printf " %s |", names[i]
-            printf "\n|---|"
-            for (i = 1; i <= k; i++) printf "--:|"
-            printf "\n"
-            for (r = 1; r <= nm; r++) {
-                printf "| %s |", morder[r]
-                for (i = 1; i <= k; i++) printf " %s |", ((morder[r], names[i]) in flt) ? flt[morder[r], names[i]] : ""
+                for (r = 1; r <= nm; r++) {
+                    printf "| %s |", morder[r]
+                    for (i = 1; i <= k; i++) printf " %s |", ((morder[r], names[i]) in mem) ? mem[morder[r], names[i]] : ""
+                    printf "\n"
+                }
+                printf "\n| mode |"
+                for (i = 1; i <= k; i++) printf " %s |", names[i]
+                printf "\n|---|"
+                for (i = 1; i <= k; i++) printf "--:|"
                 printf "\n"
+                for (r = 1; r <= nm; r++) {
+                    printf "| %s |", morder[r]
+                    for (i = 1; i <= k; i++) printf " %s |", ((morder[r], names[i]) in flt) ? flt[morder[r], names[i]] : ""
+                    printf "\n"
+                }
             }
+            detail("Work that crosses workers or goes to the kernel: CPU ns per pair (of it system)",
+                "User plus system time. Workers that wait for each other (pingpong, prodcons) spin, then\n" \
+                "sched_yield, so their CPU time includes the waiting; large waits for nothing.",
+                "pingpong prodcons large", cpu)
+            detail("Voluntary context switches per 1,000 pairs",
+                "Waits that blocked: on these workloads a futex wait on a contended lock (or on the mmap\n" \
+                "lock in a fault); a sched_yield is not one. No syscall is counted by name.",
+                "pingpong prodcons large", vcsw)
+            detail("large: minor faults per pair",
+                "A pair is one block of 5-120 MiB with every 4 KiB page written: an allocator that gave the\n" \
+                "last block back to the kernel faults the next one in page by page (huge pages fault less).",
+                "large", fpp)
         }' "$csv"
     } >"$md"
     echo "poolbench-all.sh: $csv and $md written in ${elapsed} s" >&2

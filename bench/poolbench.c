@@ -27,6 +27,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pool.h"
@@ -58,10 +59,23 @@ typedef struct pb_options_s {
 /* Memory every worker sees                                                  */
 /* ------------------------------------------------------------------------ */
 
+/* What the kernel counted for one thread: the pages an allocator hands out
+ * fresh (or got back from the OS) show up as minor faults and system time,
+ * a wait that blocked (a futex on a contended lock; not a sched_yield) as a
+ * voluntary context switch.  No syscall is counted by name: this is what
+ * getrusage has, without strace's cost on the timed path. */
+typedef struct pb_usage_s {
+    long minflt;                    /* minor page faults */
+    long nvcsw;                     /* voluntary context switches */
+    int64_t cpu_ns;                 /* CPU time, CLOCK_THREAD_CPUTIME_ID: exact */
+    int64_t sys_ns;                 /* of it in the kernel: getrusage's share, which
+                                       the kernel samples at its timer tick */
+} pb_usage_t;
+
 typedef struct pb_result_s {
     int64_t t_begin, t_end;
     int64_t phase_ns[2];
-    long minflt;                    /* minor page faults of the whole run */
+    pb_usage_t use;                 /* of the whole run, not only its timed part */
     pb_mem_t mem;
 } pb_result_t;
 
@@ -69,7 +83,7 @@ typedef struct pb_shared_s {
     pthread_barrier_t start;        /* after set-up, and before every run */
     pthread_barrier_t inner;        /* the workloads' own (frag) */
     _Atomic int failed;             /* a worker could not set up */
-    pb_ring_t ring[PB_MAX_WORKERS]; /* ring i: worker i to worker i+1 */
+    pb_ring_t ring[PB_MAX_WORKERS]; /* pb_ctx_t.rings */
     pb_result_t result[];           /* [run][allocator][worker] */
 } pb_shared_t;
 
@@ -133,12 +147,25 @@ static void pin(unsigned i)
                 strerror(errno));
 }
 
-/* This thread's minor page faults so far: the pages an allocator hands
- * out fresh (or got back from the OS) show up here. */
-static long minor_faults(void)
+/* This thread's usage so far. */
+static pb_usage_t usage_now(void)
 {
     struct rusage ru;
-    return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_minflt : 0;
+    struct timespec cpu;
+    if (getrusage(RUSAGE_THREAD, &ru) != 0 ||
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) != 0)
+        return (pb_usage_t){ 0 };
+    return (pb_usage_t){ ru.ru_minflt, ru.ru_nvcsw,
+                         (int64_t)cpu.tv_sec * 1000000000 + cpu.tv_nsec,
+                         (int64_t)ru.ru_stime.tv_sec * 1000000000 +
+                             (int64_t)ru.ru_stime.tv_usec * 1000 };
+}
+
+static pb_usage_t usage_since(pb_usage_t u0)
+{
+    pb_usage_t u = usage_now();
+    return (pb_usage_t){ u.minflt - u0.minflt, u.nvcsw - u0.nvcsw, u.cpu_ns - u0.cpu_ns,
+                         u.sys_ns - u0.sys_ns };
 }
 
 /* Everything worker i does: set up, then every run of every allocator,
@@ -189,16 +216,16 @@ static int pb_worker(const pb_cell_t *cell, unsigned i)
                 .request = cell->request,
                 .region = region,
                 .scratch = scratch,
-                .in = &sh->ring[(i + o->workers - 1) % o->workers],
-                .out = &sh->ring[i],
+                .workers = o->workers,
+                .rings = sh->ring,
                 .barrier = &sh->inner,
                 .measure = o->processes || i == 0,
             };
             pthread_barrier_wait(&sh->start);
-            long f0 = minor_faults();
+            pb_usage_t u0 = usage_now();
             cell->w->loop[cell->alloc[k]](&c);
             pb_result_t *res = result_at(cell, r, k, i);
-            res->minflt = minor_faults() - f0;
+            res->use = usage_since(u0);
             res->t_begin = c.t_begin;
             res->t_end = c.t_end;
             res->phase_ns[0] = c.phase_ns[0];
@@ -352,6 +379,9 @@ typedef struct pb_summary_s {
     double median, min, max;    /* ns per pair: runs' mean over workers */
     double wall_ms;             /* median over runs: first start to last end */
     double faults_per_kpair;    /* median over runs, all workers */
+    double cpu_ns, sys_ns;      /* per pair, the runs' mean over workers, median:
+                                   CPU time, and of it system time */
+    double vcsw_per_kpair;      /* median over runs, all workers */
 } pb_summary_t;
 
 static int cmp_double(const void *a, const void *b)
@@ -371,31 +401,42 @@ static pb_summary_t summarise(const pb_cell_t *cell, int k, int phase)
 {
     int runs = cell->o->runs;
     unsigned n = cell->o->workers;
-    double ns[1000], wall[1000], flt[1000];
+    double ns[1000], wall[1000], flt[1000], cpu[1000], sys[1000], vcsw[1000];
     pb_summary_t s;
 
     for (int r = 1; r <= runs; r++) {
-        double sum = 0, faults = 0;
+        double sum = 0;
+        pb_usage_t u = { 0 };
         int64_t first = INT64_MAX, last = INT64_MIN;
         for (unsigned i = 0; i < n; i++) {
             const pb_result_t *res = result_at(cell, r, k, i);
             int64_t t = phase < 0 ? res->t_end - res->t_begin : res->phase_ns[phase];
             sum += (double)t / (double)cell->pairs;
-            faults += (double)res->minflt;
+            u.minflt += res->use.minflt;
+            u.nvcsw += res->use.nvcsw;
+            u.cpu_ns += res->use.cpu_ns;
+            u.sys_ns += res->use.sys_ns;
             if (res->t_begin < first)
                 first = res->t_begin;
             if (res->t_end > last)
                 last = res->t_end;
         }
+        double all = (double)cell->pairs * n;
         ns[r - 1] = sum / n;
         wall[r - 1] = (double)(last - first) / 1e6;
-        flt[r - 1] = faults * 1000 / ((double)cell->pairs * n);
+        flt[r - 1] = (double)u.minflt * 1000 / all;
+        vcsw[r - 1] = (double)u.nvcsw * 1000 / all;
+        cpu[r - 1] = (double)u.cpu_ns / all;
+        sys[r - 1] = (double)u.sys_ns / all;
     }
     s.median = median_of(ns, runs);
     s.min = ns[0];
     s.max = ns[runs - 1];
     s.wall_ms = median_of(wall, runs);
     s.faults_per_kpair = median_of(flt, runs);
+    s.vcsw_per_kpair = median_of(vcsw, runs);
+    s.cpu_ns = median_of(cpu, runs);
+    s.sys_ns = median_of(sys, runs);
     return s;
 }
 
@@ -450,12 +491,14 @@ static void print_header(const pb_options_t *o)
     const char *preload = getenv("LD_PRELOAD");
     if (o->csv) {
         printf("workload,phase,allocator,ld_preload,mode,workers,runs,pairs_per_worker,"
-               "request,median_ns,min_ns,max_ns,wall_ms,faults_per_kpair,ratio_to_malloc,rss_kb,pss_kb,"
-               "pss_shmem_kb,rss_shmem_kb,big_10mib,note\n");
+               "request,median_ns,min_ns,max_ns,wall_ms,faults_per_kpair,cpu_ns,sys_ns,"
+               "vcsw_per_kpair,ratio_to_malloc,rss_kb,pss_kb,pss_shmem_kb,rss_shmem_kb,"
+               "big_10mib,note\n");
     } else if (o->markdown) {
         printf("| workload | phase | allocator | workers | ns/pair | min–max | wall ms | "
-               "faults/kpair | ÷ malloc | RSS kB | PSS kB | Shmem kB | 10 MiB |\n"
-               "|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|\n");
+               "faults/kpair | CPU ns | sys ns | vcsw/kpair | ÷ malloc | RSS kB | PSS kB | "
+               "Shmem kB | 10 MiB |\n"
+               "|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n");
     } else {
         printf("poolbench: %s %u, %d runs per cell, ns per malloc+free pair per worker, "
                "median (min-max); malloc is %s\n", o->processes ? "-P" : "-T", o->workers,
@@ -487,10 +530,10 @@ static void print_row(const pb_cell_t *cell, int a, const char *phase, const pb_
             printf("%u", per_request(cell));
         printf(",");
         if (s != NULL)
-            printf("%.2f,%.2f,%.2f,%.1f,%.2f,", s->median, s->min, s->max, s->wall_ms,
-                   s->faults_per_kpair);
+            printf("%.2f,%.2f,%.2f,%.1f,%.2f,%.2f,%.2f,%.3f,", s->median, s->min, s->max,
+                   s->wall_ms, s->faults_per_kpair, s->cpu_ns, s->sys_ns, s->vcsw_per_kpair);
         else
-            printf(",,,,,");
+            printf(",,,,,,,,");
         if (ratio > 0)
             printf("%.3f", ratio);
         if (m != NULL)
@@ -503,10 +546,11 @@ static void print_row(const pb_cell_t *cell, int a, const char *phase, const pb_
         printf("| %s | %s | %s | %s %u | ", shape_name(cell), phase, arm_name(o, a),
                o->processes ? "-P" : "-T", o->workers);
         if (s != NULL)
-            printf("%.2f | %.2f–%.2f | %.1f | %.2f | ", s->median, s->min, s->max,
-                   s->wall_ms, s->faults_per_kpair);
+            printf("%.2f | %.2f–%.2f | %.1f | %.2f | %.2f | %.2f | %.3f | ", s->median, s->min,
+                   s->max, s->wall_ms, s->faults_per_kpair, s->cpu_ns, s->sys_ns,
+                   s->vcsw_per_kpair);
         else
-            printf("%s | | | | ", note);
+            printf("%s | | | | | | | ", note);
         if (ratio > 0)
             printf("%.3f", ratio);
         if (m != NULL)
@@ -520,8 +564,9 @@ static void print_row(const pb_cell_t *cell, int a, const char *phase, const pb_
             printf("skipped: %s\n", note);
             return;
         }
-        printf("%8.2f ns (%.2f-%.2f)  wall %.1f ms  %.2f faults/kpair", s->median, s->min,
-               s->max, s->wall_ms, s->faults_per_kpair);
+        printf("%8.2f ns (%.2f-%.2f)  wall %.1f ms  %.2f faults/kpair  cpu %.2f ns (sys %.2f)"
+               "  %.3f vcsw/kpair", s->median, s->min, s->max, s->wall_ms, s->faults_per_kpair,
+               s->cpu_ns, s->sys_ns, s->vcsw_per_kpair);
         if (ratio > 0)
             printf("  /malloc %.3f", ratio);
         if (m != NULL)
@@ -571,7 +616,7 @@ static void print_runs(const pb_cell_t *cell)
             }
             printf("  faults");
             for (unsigned i = 0; i < n; i++)
-                printf(" %ld", result_at(cell, r, k, i)->minflt);
+                printf(" %ld", result_at(cell, r, k, i)->use.minflt);
             printf("\n");
         }
 }
@@ -909,8 +954,11 @@ static void usage(FILE *out)
             "times (default 5) after a warm-up, in N worker processes sharing the\n"
             "arena (-P N) or N threads (-T N; default -T 1), worker i pinned to CPU\n"
             "i mod the online CPUs; ns per malloc+free pair per worker as median\n"
-            "(min-max), and the median wall time from the first worker's start to\n"
-            "the last one's end.  --scale F multiplies every workload's pairs per run.\n"
+            "(min-max), the median wall time from the first worker's start to the\n"
+            "last one's end, and per pair (the workers' mean) minor faults, CPU time,\n"
+            "of it system time (sampled at the kernel's tick: runs of many ms only),\n"
+            "and voluntary context switches (waits that blocked, as on a contended\n"
+            "lock).  --scale F multiplies every workload's pairs per run.\n"
             "--label NAME names the malloc arm in the output (e.g. jemalloc).\n"
             "--per-run adds each timed run's ns per pair and minor faults, worker by\n"
             "worker.\n"

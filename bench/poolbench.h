@@ -26,9 +26,10 @@ enum { PB_POOL, PB_MALLOC, PB_REGION, PB_NONE, PB_N_ALLOCATORS };
  * so it can neither drop a malloc/free pair nor merge iterations. */
 #define PB_ESCAPE(p) __asm__ volatile("" : : "r"(p) : "memory")
 
-/* pingpong: a single-producer single-consumer queue of blocks, in memory
- * every worker maps (MAP_SHARED for processes).  head and tail only grow;
- * each on its own cache line so producer and consumer do not share one. */
+/* pingpong, prodcons: a single-producer single-consumer queue of blocks,
+ * in memory every worker maps (MAP_SHARED for processes).  head and tail
+ * only grow; each on its own cache line so producer and consumer do not
+ * share one. */
 #define PB_RING_SLOTS 1024
 typedef struct pb_ring_s {
     _Atomic uint64_t head __attribute__((aligned(64)));  /* next slot to take */
@@ -58,7 +59,9 @@ typedef struct pb_ctx_s {
     pd_region_t *region;        /* the region arm: this worker's own region */
     void **scratch;             /* bookkeeping array, never from an allocator
                                    under test: PB_SCRATCH_SLOTS pointers */
-    pb_ring_t *in, *out;        /* pingpong: from the previous worker, to the next */
+    unsigned workers;           /* how many run together */
+    pb_ring_t *rings;           /* one per worker; the workload says which
+                                   connects whom: pingpong i to i+1, prodcons 0 to i */
     pthread_barrier_t *barrier; /* frag: every worker, between churn and measuring */
     bool measure;               /* frag: this worker reads the process's figures */
     int64_t t_begin, t_end;     /* the timed part, CLOCK_MONOTONIC ns */
@@ -77,7 +80,7 @@ typedef struct pb_workload_s {
     pb_loop_fn loop[PB_N_ALLOCATORS];   /* indexed by PB_POOL ...; NULL: no arm */
     uint64_t timed_pairs;               /* per worker per timed run */
     uint64_t round;                     /* pairs in one round (1: none) */
-    unsigned min_workers;               /* pingpong needs a peer */
+    unsigned min_workers;               /* pingpong and prodcons need a peer */
     bool phases;                        /* batch: malloc and free timed apart */
     bool memory;                        /* frag: reports pb_mem_t */
     bool counted;                       /* --pairs runs it in one thread */
