@@ -305,9 +305,15 @@ static void free_arena(pool_arena_t *a, void *p)
     if (pool_config_debug > 0)
         pool_debug_on_free_(p);
     if (tc == &pool_empty_tcache_) {
-        /* No cache (unattached or exiting thread): straight to central. */
-        pool_central_release_(a, cls, &p, 1);
-        return;
+        /* A thread that only frees (a consumer fed by a producer thread)
+         * gets its cache here, or every free would take the class lock. */
+        bool fell_back;
+        tc = thread_cache(&fell_back);
+        if (tc == NULL) {
+            /* Unattached or exiting, or no slot: straight to central. */
+            pool_central_release_(a, cls, &p, 1);
+            return;
+        }
     }
     pool_bin_t *bin = &tc->bins[cls];
     void *objs[POOL_BATCH_MAX];
