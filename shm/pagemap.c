@@ -2,7 +2,9 @@
  *
  * Two flat arrays indexed by (p - data) >> POOL_PAGE_SHIFT: a class byte per
  * page, read by free's fast path without a lock, and the index of the span
- * that covers the page, for the slow paths and the page heap's coalescing.
+ * that covers the page, for the slow paths and the page heap's coalescing
+ * (every page of a small span; the first and last page of a big or free
+ * span, which is all anything looks up).
  * Only the page heap writes them, under its lock: the class byte last when a
  * span is carved and first when it is released, so a lock-free reader never
  * sees a class for pages that are not yet (or no longer) a small span.
@@ -14,6 +16,13 @@ void pool_pagemap_set_span_(pool_arena_t *a, uint32_t start, uint32_t n, uint32_
     pool_assert_internal((uint64_t)start + n <= a->npages);
     for (uint32_t i = 0; i < n; i++)
         a->pm_span[start + i] = span;
+}
+
+void pool_pagemap_set_ends_(pool_arena_t *a, uint32_t start, uint32_t n, uint32_t span)
+{
+    pool_assert_internal(n > 0 && (uint64_t)start + n <= a->npages);
+    a->pm_span[start] = span;
+    a->pm_span[start + n - 1] = span;
 }
 
 void pool_pagemap_set_class_(pool_arena_t *a, uint32_t start, uint32_t n, uint8_t cls)

@@ -114,6 +114,9 @@ static inline unsigned pool_sizeclass_of(size_t size)
 
 /* Point pages [start, start+n) at span `span`.  REQUIRES: page-heap lock. */
 void pool_pagemap_set_span_(pool_arena_t *a, uint32_t start, uint32_t n, uint32_t span);
+/* Point the first and last page of [start, start+n) at span `span` (a big
+ * or free span).  REQUIRES: page-heap lock. */
+void pool_pagemap_set_ends_(pool_arena_t *a, uint32_t start, uint32_t n, uint32_t span);
 /* Set the class byte of pages [start, start+n).  REQUIRES: page-heap lock. */
 void pool_pagemap_set_class_(pool_arena_t *a, uint32_t start, uint32_t n, uint8_t cls);
 /* Page index of an arena address, or POOL_NIL outside the data pages. */
