@@ -97,7 +97,7 @@ static bool check_spans(chk_t *c, class_tot_t *tot, uint64_t *free_spans)
     pool_arena_t *a = c->a;
     pool_pageheap_sh_t *ph = a->ph;
     uint64_t free_pages = 0, returned = 0, small = 0, big = 0;
-    bool prev_free = false;
+    const pool_span_sh_t *prev_free = NULL;
     if (ph->carved > a->npages)
         return fail(c, "page heap: carved %u beyond %u pages", ph->carved, a->npages);
     for (uint32_t p = 0; p < ph->carved;) {
@@ -111,7 +111,7 @@ static bool check_spans(chk_t *c, class_tot_t *tot, uint64_t *free_spans)
                 return fail(c, "page %u: inside span %u but has a live descriptor", q, p);
         switch (s->state) {
         case POOL_SPAN_FREE:
-            if (prev_free)
+            if (prev_free != NULL && pool_span_mergeable(prev_free, s))
                 return fail(c, "span %u: free next to a free span (not coalesced)", p);
             if (a->pm_span[p] != p || a->pm_span[last] != p)
                 return fail(c, "span %u: page map ends of a free span do not point at it", p);
@@ -149,7 +149,7 @@ static bool check_spans(chk_t *c, class_tot_t *tot, uint64_t *free_spans)
         default:
             return fail(c, "span %u: bad state %u", p, s->state);
         }
-        prev_free = s->state == POOL_SPAN_FREE;
+        prev_free = s->state == POOL_SPAN_FREE ? s : NULL;
         p += s->npages;
     }
     if (free_pages != ph->free_pages || returned != ph->returned_pages ||

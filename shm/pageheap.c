@@ -81,10 +81,13 @@ static void list_remove(pool_arena_t *a, pool_journal_sh_t *j, uint32_t idx)
 
 /* Make [start, start+n) a free, unlisted span descriptor.  The state turns
  * FREE before `listed` changes, so a class scanning without this lock
- * never takes a span caught here for one of its own.  REQUIRES: page-heap
- * lock and an operation begun (the static functions below, but for the
- * rebuild). */
-static void span_set_free(pool_arena_t *a, uint32_t start, uint32_t n, uint8_t returned)
+ * never takes a span caught here for one of its own.  A free span's owner
+ * is the tag of the process whose page tables map its pages (a big span's
+ * taker), or none: its next big taker is best that process, which faults
+ * none of them in again.  REQUIRES: page-heap lock and an operation begun
+ * (the static functions below, but for the rebuild). */
+static void span_set_free(pool_arena_t *a, uint32_t start, uint32_t n, uint8_t returned,
+                          uint16_t mapped_by)
 {
     pool_span_sh_t *s = &a->spans[start];
     pool_journal_save_span_(ph_journal(a), s);
@@ -94,7 +97,7 @@ static void span_set_free(pool_arena_t *a, uint32_t start, uint32_t n, uint8_t r
     s->prev = s->next = POOL_NIL;
     s->cls = 0;
     s->returned = returned;
-    s->owner = POOL_NO_TAG;
+    s->owner = mapped_by;
     s->count = s->nfree = 0;
     s->objsize = 0;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -118,8 +121,12 @@ static bool span_fits(const pool_arena_t *a, const pool_span_sh_t *s, uint32_t n
     return s->npages >= npages && s->npages - npages >= lead;
 }
 
-/* Best-fitting free span for the request, or POOL_NIL. */
-static uint32_t find_free(pool_arena_t *a, uint32_t npages, uint32_t align)
+/* Best-fitting free span for the request, or POOL_NIL.  Among the long
+ * spans (list 0: big blocks of a megabyte and more) the best fit of those
+ * `owner`'s own page tables map comes first: two processes taking and
+ * freeing large blocks in turn would otherwise fault each other's pages
+ * in, 4 KiB at a time, at every block. */
+static uint32_t find_free(pool_arena_t *a, uint32_t npages, uint32_t align, uint16_t owner)
 {
     pool_pageheap_sh_t *ph = a->ph;
     unsigned first = npages < POOL_FREE_LISTS ? npages : POOL_FREE_LISTS;
@@ -136,14 +143,18 @@ static uint32_t find_free(pool_arena_t *a, uint32_t npages, uint32_t align)
             if (span_fits(a, &a->spans[i], npages, align))
                 return i;
     }
-    uint32_t best = POOL_NIL;
+    uint32_t best = POOL_NIL, own = POOL_NIL;
     for (uint32_t i = ph->heads[0]; i != POOL_NIL; i = a->spans[i].next) {
         const pool_span_sh_t *s = &a->spans[i];
-        if (span_fits(a, s, npages, align) &&
-            (best == POOL_NIL || s->npages < a->spans[best].npages))
+        if (!span_fits(a, s, npages, align))
+            continue;
+        if (best == POOL_NIL || s->npages < a->spans[best].npages)
             best = i;
+        if (owner != POOL_NO_TAG && s->owner == owner &&
+            (own == POOL_NIL || s->npages < a->spans[own].npages))
+            own = i;
     }
-    return best;
+    return own != POOL_NIL ? own : best;
 }
 
 /* Free pages not given back to the OS. */
@@ -185,6 +196,8 @@ static void merge(pool_arena_t *a, pool_span_sh_t *left, pool_span_sh_t *right)
         POOL_JSET(j, ph->returned_pages, ph->returned_pages - returned);
     pool_journal_save_span_(j, left);
     pool_journal_save_span_(j, right);
+    if (left->owner == POOL_NO_TAG)
+        left->owner = right->owner;
     left->npages += right->npages;
     left->returned = 0;
     right->state = POOL_SPAN_NONE;
@@ -201,7 +214,8 @@ static void free_locked(pool_arena_t *a, uint32_t idx)
     if (s->start > 0) {
         uint32_t li = a->pm_span[s->start - 1];
         pool_span_sh_t *l = &a->spans[li];
-        if (li < s->start && l->state == POOL_SPAN_FREE && l->start + l->npages == s->start) {
+        if (li < s->start && l->state == POOL_SPAN_FREE && l->start + l->npages == s->start &&
+            pool_span_mergeable(l, s)) {
             list_remove(a, j, li);
             POOL_CRASH_POINT("pageheap.merge_left");
             merge(a, l, s);
@@ -210,7 +224,8 @@ static void free_locked(pool_arena_t *a, uint32_t idx)
         }
     }
     uint32_t ri = s->start + s->npages;
-    if (ri < ph->carved && a->spans[ri].state == POOL_SPAN_FREE) {
+    if (ri < ph->carved && a->spans[ri].state == POOL_SPAN_FREE &&
+        pool_span_mergeable(s, &a->spans[ri])) {
         list_remove(a, j, ri);
         POOL_CRASH_POINT("pageheap.merge_right");
         merge(a, s, &a->spans[ri]);
@@ -359,18 +374,20 @@ uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_p
     pool_lock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
     pool_journal_begin_(j, POOL_OP_PH_ALLOC);
     ph->allocs++;
-    uint32_t idx = find_free(a, npages, align_pages);
+    uint16_t tag = owner <= POOL_MAX_TAG ? owner : POOL_NO_TAG;
+    uint32_t idx = find_free(a, npages, align_pages, cls == 0 ? tag : POOL_NO_TAG);
     if (idx != POOL_NIL) {
         pool_span_sh_t *s = &a->spans[idx];
         uint32_t len = s->npages, lead = lead_pages(a, s->start, align_pages);
         uint8_t returned = s->returned;
+        uint16_t mapped_by = s->owner;
         list_remove(a, j, idx);
         POOL_CRASH_POINT("pageheap.take");
         POOL_JSET(j, ph->free_pages, ph->free_pages - len);
         if (returned)
             POOL_JSET(j, ph->returned_pages, ph->returned_pages - len);
         if (lead > 0) {
-            span_set_free(a, idx, lead, returned);
+            span_set_free(a, idx, lead, returned, mapped_by);
             POOL_JSET(j, ph->free_pages, ph->free_pages + lead);
             if (returned)
                 POOL_JSET(j, ph->returned_pages, ph->returned_pages + lead);
@@ -380,7 +397,7 @@ uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_p
         }
         if (len > npages) {
             uint32_t rest = idx + npages;
-            span_set_free(a, rest, len - npages, returned);
+            span_set_free(a, rest, len - npages, returned, mapped_by);
             POOL_JSET(j, ph->free_pages, ph->free_pages + (len - npages));
             if (returned)
                 POOL_JSET(j, ph->returned_pages, ph->returned_pages + (len - npages));
@@ -397,7 +414,7 @@ uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_p
         }
         if (start > ph->carved) {
             uint32_t gap = ph->carved;
-            span_set_free(a, gap, start - gap, 0);
+            span_set_free(a, gap, start - gap, 0, POOL_NO_TAG);
             POOL_JSET(j, ph->free_pages, ph->free_pages + (start - gap));
             POOL_JSET(j, ph->carved, start + npages);
             free_locked(a, gap);
@@ -431,7 +448,7 @@ void pool_pageheap_free_locked_(pool_arena_t *a, uint32_t idx)
     else
         POOL_JSET(j, ph->big_pages, ph->big_pages - s->npages);
     POOL_CRASH_POINT("pageheap.free");
-    span_set_free(a, idx, s->npages, 0);
+    span_set_free(a, idx, s->npages, 0, s->state == POOL_SPAN_BIG ? s->owner : POOL_NO_TAG);
     POOL_JSET(j, ph->free_pages, ph->free_pages + s->npages);
     free_locked(a, idx);
     pool_journal_commit_(j);
@@ -466,8 +483,11 @@ static uint32_t repair_tiling(pool_arena_t *a)
         for (uint32_t q = p + 1; q <= last; q++)
             if (a->spans[q].state != POOL_SPAN_NONE)
                 a->spans[q].state = POOL_SPAN_NONE;
-        if (s->state == POOL_SPAN_FREE && prev_free != POOL_NIL) {
+        if (s->state == POOL_SPAN_FREE && prev_free != POOL_NIL &&
+            pool_span_mergeable(&a->spans[prev_free], s)) {
             pool_span_sh_t *l = &a->spans[prev_free];
+            if (l->owner == POOL_NO_TAG)
+                l->owner = s->owner;
             l->npages += s->npages;
             l->returned = l->returned && s->returned;
             s->state = POOL_SPAN_NONE;

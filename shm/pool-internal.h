@@ -154,6 +154,15 @@ void pool_pageheap_trim_(pool_arena_t *a);
 void pool_pageheap_decay_(pool_arena_t *a);
 /* pool_pageheap_free_ for a caller that holds the page-heap lock. */
 void pool_pageheap_free_locked_(pool_arena_t *a, uint32_t span);
+/* Whether free spans l and r, r right after l, are one span: unless their
+ * pages are mapped by two different processes (see span_set_free in
+ * pageheap.c), whose next big takers would fault each other's in.  Free
+ * neighbours that are not one stay apart for good, in the checks and the
+ * rebuild too. */
+static inline bool pool_span_mergeable(const pool_span_sh_t *l, const pool_span_sh_t *r)
+{
+    return l->owner == POOL_NO_TAG || r->owner == POOL_NO_TAG || l->owner == r->owner;
+}
 /* The span's memory and length in bytes. */
 static inline void *pool_span_addr(const pool_arena_t *a, const pool_span_sh_t *s)
 {
