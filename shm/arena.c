@@ -41,8 +41,12 @@ static pthread_once_t once_handlers = PTHREAD_ONCE_INIT;
 static bool handlers_ok;
 
 /* Arena alignment: a 2 MiB boundary lets the kernel use huge pages where it
- * can and keeps every page-aligned offset page-aligned in memory. */
+ * can and keeps every page-aligned offset page-aligned in memory.  A
+ * hugetlb arena starts on a 1 GiB boundary: there the kernel shares the
+ * page-table pages of a shared mapping between the processes that map it,
+ * so a page one process faulted in is mapped in all. */
 #define POOL_ARENA_ALIGN ((size_t)2 << 20)
+#define POOL_HUGETLB_ALIGN ((size_t)1 << 30)
 /* Above this the 32-bit page indices of the page map would overflow. */
 #define POOL_MAX_HEAP_SIZE ((size_t)1 << 44)
 #define POOL_MIN_DATA_PAGES 64
@@ -401,6 +405,50 @@ static void tiers_init(void)
     pool_central_register_();
 }
 
+/* SHMPOOL_HUGEPAGES: what the arena is made of.  Unset or "off": base
+ * pages.  "thp": transparent huge pages where the system gives them to
+ * shared memory that asks.  "hugetlb": reserved huge pages, all of the
+ * arena, on a 1 GiB boundary so that processes share the page-table pages
+ * that map it.  What cannot be had is said on one line and the arena falls
+ * back to base pages. */
+static pool_backing_t backing_wanted(void)
+{
+    const char *v = pool_prim_getenv_("SHMPOOL_HUGEPAGES");
+    if (v == NULL || *v == '\0' || strcmp(v, "off") == 0)
+        return POOL_BACKING_PAGES;
+    if (strcmp(v, "thp") == 0) {
+        if (pool_prim_thp_shared_())
+            return POOL_BACKING_THP;
+        pool_error_(0, "SHMPOOL_HUGEPAGES=thp: the system gives shared memory no transparent "
+                       "huge pages (/sys/kernel/mm/transparent_hugepage/shmem_enabled); "
+                       "using base pages");
+        return POOL_BACKING_PAGES;
+    }
+    if (strcmp(v, "hugetlb") == 0)
+        return POOL_BACKING_HUGETLB;
+    pool_error_(0, "SHMPOOL_HUGEPAGES='%s' is not off, thp or hugetlb; using base pages", v);
+    return POOL_BACKING_PAGES;
+}
+
+/* Map the arena as backing asks, or with base pages when it cannot be had;
+ * *backing gets what it is made of. */
+static int map_arena(size_t *size, pool_backing_t *backing, void **m)
+{
+    if (*backing == POOL_BACKING_HUGETLB) {
+        size_t huge = (size_t)align_up(*size, POOL_HUGE_PAGE);
+        int rc = pool_prim_map_shared_(huge, POOL_HUGETLB_ALIGN, POOL_BACKING_HUGETLB, m);
+        if (rc == 0) {
+            *size = huge;
+            return 0;
+        }
+        pool_error_(rc, "SHMPOOL_HUGEPAGES=hugetlb: cannot reserve %lu huge pages of 2 MiB "
+                        "(reserve them in /proc/sys/vm/nr_hugepages); using base pages",
+                    (unsigned long)(huge / POOL_HUGE_PAGE));
+        *backing = POOL_BACKING_PAGES;
+    }
+    return pool_prim_map_shared_(*size, POOL_ARENA_ALIGN, *backing, m);
+}
+
 int pool_create(size_t size)
 {
     if (pool_arena_.hdr != NULL)
@@ -412,7 +460,8 @@ int pool_create(size_t size)
     pthread_once(&once_handlers, install_handlers);
 
     void *m;
-    int rc = pool_prim_map_shared_(size, POOL_ARENA_ALIGN, &m);
+    pool_backing_t backing = backing_wanted();
+    int rc = map_arena(&size, &backing, &m);
     if (rc != 0)
         return rc;
     uint32_t npages = pages_for(size);
@@ -424,6 +473,7 @@ int pool_create(size_t size)
     h->base = (uintptr_t)m;
     h->size = size;
     h->npages = npages;
+    h->backing = backing;
     h->off_slots = l.off_slots;
     h->off_central = l.off_central;
     h->off_centralstats = l.off_centralstats;

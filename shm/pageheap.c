@@ -243,6 +243,10 @@ static void return_longest(pool_arena_t *a, uint64_t pages, uint64_t slack)
 {
     pool_pageheap_sh_t *ph = a->ph;
     pool_journal_sh_t *j = ph_journal(a);
+    /* Reserved huge pages are the arena's for its life: they cannot be
+     * given back 8 KiB at a time, and nothing else could use them. */
+    if (a->hdr->backing == POOL_BACKING_HUGETLB)
+        return;
     for (unsigned k = 0; k < POOL_FREE_LISTS && pages > 0; k++) {
         unsigned l = k == 0 ? 0 : POOL_FREE_LISTS - k;
         if (!(ph->nonempty[l / 64] & (UINT64_C(1) << (l % 64))))

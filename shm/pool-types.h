@@ -76,7 +76,7 @@
 #define POOL_MAGIC UINT64_C(0x6c6f6f706d687373) /* "sshmpool" little-endian */
 /* Bumped whenever a shared structure changes shape.  Debug and spin builds
  * change the span and lock layouts, so they are folded into the version. */
-#define POOL_LAYOUT_VERSION 7u
+#define POOL_LAYOUT_VERSION 8u
 
 /* ------------------------------------------------------------------------ */
 /* Locks                                                                     */
@@ -395,7 +395,7 @@ typedef struct pool_header_sh_s {
     uintptr_t base;       /* address the arena was mapped at */
     uint64_t size;        /* bytes mapped */
     uint32_t npages;      /* data pages */
-    uint32_t pad_;
+    uint32_t backing;     /* pool_backing_t: base pages, THP or hugetlb */
     /* byte offsets from base */
     uint64_t off_slots, off_central, off_centralstats, off_lockstats;
     uint64_t off_pageheap, off_spans, off_pm_class, off_pm_span, off_data;

@@ -246,11 +246,13 @@ size_t pool_stats_json(char *buf, size_t cap)
     if (a->hdr != NULL) {
         pool_usage_t u;
         pool_usage(&u);
+        static const char *const backing[] = { "pages", "thp", "hugetlb" };
         jp(&j, ",\"arena\":{\"reserved\":%zu,\"used\":%zu,\"in_use\":%zu,\"cached\":%zu,"
                "\"free\":%zu,\"returned\":%zu,\"fallbacks\":%zu,\"foreign_frees\":%zu,"
-               "\"attach_failures\":%zu,\"page_size\":%zu}",
+               "\"attach_failures\":%zu,\"page_size\":%zu,\"backing\":\"%s\"}",
            u.reserved, u.used, u.in_use, u.cached, u.free, u.returned, u.fallbacks,
-           u.foreign_frees, u.attach_failures, POOL_PAGE_SIZE);
+           u.foreign_frees, u.attach_failures, POOL_PAGE_SIZE,
+           backing[a->hdr->backing < 3 ? a->hdr->backing : 0]);
         const pool_pageheap_sh_t *ph = a->ph;
         jp(&j, ",\"pageheap\":{\"pages\":%u,\"carved\":%u,\"allocs\":%lu,\"frees\":%lu,"
                "\"madvise_remove\":%lu,\"decayed_pages\":%lu,\"reused_returned_pages\":%lu,"

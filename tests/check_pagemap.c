@@ -5,12 +5,15 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "check_pool.h"
 #include "pool-internal.h"
+#include "prim/prim.h"
 
 START_TEST(test_small_object_pages)
 {
@@ -105,6 +108,67 @@ START_TEST(test_create_errors)
 }
 END_TEST
 
+/* Free huge pages of 2 MiB, from /proc/meminfo. */
+static long free_huge_pages(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[128];
+    long n = 0;
+    while (f != NULL && fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "HugePages_Free: %ld", &n) == 1)
+            break;
+    if (f != NULL)
+        fclose(f);
+    return n;
+}
+
+/* SHMPOOL_HUGEPAGES gives the arena what the system can give, and says on
+ * one line when it cannot: each setting in a child of its own, whose
+ * arena must then work. */
+static void arena_made_of(const char *setting, uint32_t want, bool says)
+{
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        pool_destroy_();
+        setenv("SHMPOOL_HUGEPAGES", setting, 1);
+        if (pool_create((size_t)64 << 20) != 0 || pool_attach() != 0)
+            _exit(1);
+        if (pool_arena_.hdr->backing != want)
+            _exit(2);
+        void *p = pool_malloc(3 << 20);
+        memset(p, 1, 3 << 20);
+        pool_free(p);
+        char msg[256];
+        _exit(pool_check(msg, sizeof msg) == 0 ? 0 : 3);
+    }
+    close(fds[1]);
+    char buf[512];
+    ssize_t n = read(fds[0], buf, sizeof buf - 1);
+    close(fds[0]);
+    buf[n > 0 ? n : 0] = '\0';
+    int status = pool_test_wait(pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "SHMPOOL_HUGEPAGES=%s: status %#x (2: made of %u expected)", setting, status,
+                  want);
+    ck_assert_msg(says == (strstr(buf, "SHMPOOL_HUGEPAGES") != NULL),
+                  "SHMPOOL_HUGEPAGES=%s: said '%s'", setting, buf);
+}
+
+START_TEST(test_arena_backing)
+{
+    arena_made_of("off", POOL_BACKING_PAGES, false);
+    arena_made_of("lots", POOL_BACKING_PAGES, true);
+    bool thp = pool_prim_thp_shared_();
+    arena_made_of("thp", thp ? POOL_BACKING_THP : POOL_BACKING_PAGES, !thp);
+    bool huge = free_huge_pages() >= 32;
+    arena_made_of("hugetlb", huge ? POOL_BACKING_HUGETLB : POOL_BACKING_PAGES, !huge);
+}
+END_TEST
+
 /* Attach with a damaged header field; expect EPROTO and a message.  The
  * header is shared with the child, so the parent puts the field back. */
 static void attach_with(uint64_t *field, uint64_t value)
@@ -180,6 +244,7 @@ Suite *make_pagemap_suite(void)
     tc = tcase_create("attach");
     tcase_add_checked_fixture(tc, pool_test_create, pool_test_destroy);
     tcase_add_test(tc, test_attach_rejects_bad_header);
+    tcase_add_test(tc, test_arena_backing);
     tcase_add_test(tc, test_children_attach_own_slots);
     tcase_set_timeout(tc, 20);
     suite_add_tcase(s, tc);

@@ -24,10 +24,10 @@
  * shmpool-stat can find it from outside.  Sized but not allocated, and
  * created without commit charge, like MAP_NORESERVE.  -1 when memfds are
  * not to be had: the caller maps anonymous shared memory instead. */
-static int arena_fd(size_t size)
+static int arena_fd(size_t size, bool hugetlb)
 {
 #ifdef HAVE_MEMFD_CREATE
-    int fd = memfd_create(POOL_MEMFD_NAME, MFD_CLOEXEC);
+    int fd = memfd_create(POOL_MEMFD_NAME, MFD_CLOEXEC | (hugetlb ? MFD_HUGETLB : 0));
     if (fd < 0)
         return -1;
     if (ftruncate(fd, (off_t)size) != 0) {
@@ -37,11 +37,12 @@ static int arena_fd(size_t size)
     return fd;
 #else
     (void)size;
+    (void)hugetlb;
     return -1;
 #endif
 }
 
-int pool_prim_map_shared_(size_t size, size_t align, void **out)
+int pool_prim_map_shared_(size_t size, size_t align, pool_backing_t backing, void **out)
 {
     /* Reserve size + align, then place the arena on an aligned address in
      * it and trim both ends: no MAP_FIXED guessing at a free range. */
@@ -53,12 +54,20 @@ int pool_prim_map_shared_(size_t size, size_t align, void **out)
         return errno;
     uintptr_t start = (uintptr_t)m;
     uintptr_t aligned = (start + align - 1) & ~(uintptr_t)(align - 1);
-    int fd = arena_fd(size);
+    bool hugetlb = backing == POOL_BACKING_HUGETLB;
+    int fd = arena_fd(size, hugetlb);
+    if (fd < 0 && hugetlb) {
+        /* hugetlb memory comes from a memfd here, or not at all */
+        munmap(m, span);
+        return ENOSYS;
+    }
     void *a = fd >= 0 ? mmap((void *)aligned, size, PROT_READ | PROT_WRITE,
                              MAP_SHARED | MAP_FIXED, fd, 0)
                       : mmap((void *)aligned, size, PROT_READ | PROT_WRITE,
                              MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
     int err = errno;
+    if (a != MAP_FAILED && backing == POOL_BACKING_THP)
+        madvise(a, size, MADV_HUGEPAGE);
     if (fd >= 0)
         close(fd); /* the mapping keeps the memory */
     if (a == MAP_FAILED) {
@@ -72,6 +81,22 @@ int pool_prim_map_shared_(size_t size, size_t align, void **out)
         munmap((void *)want_end, end - want_end);
     *out = (void *)aligned;
     return 0;
+}
+
+bool pool_prim_thp_shared_(void)
+{
+    char buf[128];
+    int fd = open("/sys/kernel/mm/transparent_hugepage/shmem_enabled", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    /* The setting in force is the one in brackets; MADV_HUGEPAGE counts
+     * under all but these two. */
+    return strstr(buf, "[never]") == NULL && strstr(buf, "[deny]") == NULL;
 }
 
 int pool_prim_unmap_(void *p, size_t size)

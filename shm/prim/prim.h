@@ -14,10 +14,27 @@
 /* The name the arena's memory goes by: /memfd:shmpool in /proc/PID/maps. */
 #define POOL_MEMFD_NAME "shmpool"
 
+/* What the arena's memory is made of (pool_header_sh_t.backing). */
+typedef enum pool_backing_e {
+    POOL_BACKING_PAGES = 0,   /* the system's base pages */
+    POOL_BACKING_THP = 1,     /* transparent huge pages, where the system has them */
+    POOL_BACKING_HUGETLB = 2, /* reserved huge pages (hugetlbfs), all of it */
+} pool_backing_t;
+/* Bytes of one huge page, the unit of a hugetlb arena. */
+#define POOL_HUGE_PAGE ((size_t)2 << 20)
+
 /* Map size bytes of shared memory (a memfd named POOL_MEMFD_NAME where the
- * system has them, else anonymous), without commit charge, at an address
- * that is a multiple of align (a power of two).  *out gets the address. */
-int pool_prim_map_shared_(size_t size, size_t align, void **out);
+ * system has them, else anonymous) at an address that is a multiple of
+ * align (a power of two); *out gets the address.  Base pages and THP are
+ * mapped without commit charge; THP asks for transparent huge pages, which
+ * the system gives where it can (and stays with base pages elsewhere).
+ * HUGETLB (size a multiple of POOL_HUGE_PAGE) reserves every huge page at
+ * the mapping, so that no fault can ever find one missing: ENOMEM when the
+ * system has too few free. */
+int pool_prim_map_shared_(size_t size, size_t align, pool_backing_t backing, void **out);
+/* Whether the system gives transparent huge pages to shared memory that
+ * asks (/sys/kernel/mm/transparent_hugepage/shmem_enabled). */
+bool pool_prim_thp_shared_(void);
 /* Unmap [p, p+size). */
 int pool_prim_unmap_(void *p, size_t size);
 /* Give [p, p+size) back to the OS (MADV_REMOVE: on shared memory this frees
