@@ -7,7 +7,7 @@
  * ("name:N", optionally ":stop" to stop instead of dying), or makes any
  * hit of any point fatal with a probability ("random:P[:SEED]"), so that a
  * soak lands its deaths inside locks rather than wherever a kill from
- * outside happens to fall.  A process that dies here says on stderr which
+ * outside happens to fall, or both ("random:P,name:N").  A process that dies here says on stderr which
  * point it died at and which lock it held, for the soak to count.
  *
  * Release builds compile every point away (POOL_CRASH_POINT); this file
@@ -33,9 +33,10 @@ const char *const pool_crash_points_[] = {
 
 static char crash_name[64];    /* empty: no named point armed */
 static unsigned long crash_at; /* die at this hit */
-static unsigned long crash_hits;
+static unsigned long crash_hits; /* of the named point */
 static bool crash_stop;        /* ":stop": stop (SIGSTOP) there instead, lock held */
 static bool crash_random;      /* "random:P": any point, with probability */
+static unsigned long random_hits; /* of any point, in random mode */
 static uint64_t crash_threshold; /* die when a draw is below it (P * 2^64) */
 static uint64_t crash_rng;     /* xorshift64* state */
 
@@ -146,19 +147,37 @@ static bool config_named(const char *v)
 void pool_crash_config_(void)
 {
     crash_name[0] = '\0';
-    crash_hits = 0;
+    crash_hits = random_hits = 0;
     crash_stop = crash_random = false;
     if (pool_config_debug == 0)
         return;
     const char *v = pool_prim_getenv_("SHMPOOL_CRASH");
     if (v == NULL || *v == '\0')
         return;
-    bool ok = strncmp(v, "random:", 7) == 0 ? config_random(v) : config_named(v);
+    /* At most one of each, separated by a comma: random deaths, and one
+     * point that a probability would seldom reach (once a reap). */
+    bool ok = true;
+    for (const char *part = v; ok && *part != '\0';) {
+        const char *comma = strchr(part, ',');
+        size_t n = comma != NULL ? (size_t)(comma - part) : strlen(part);
+        char one[96];
+        ok = n > 0 && n < sizeof one;
+        if (ok) {
+            memcpy(one, part, n);
+            one[n] = '\0';
+            if (strncmp(one, "random:", 7) == 0)
+                ok = !crash_random && config_random(one);
+            else
+                ok = crash_name[0] == '\0' && config_named(one);
+        }
+        part += n + (comma != NULL);
+    }
     if (!ok) {
         crash_name[0] = '\0';
         crash_random = crash_stop = false;
-        pool_error_(0, "SHMPOOL_CRASH: bad value '%s' (want point:N, point:N:stop or "
-                       "random:P[:SEED] with 0 < P <= 1, for a point libshmpool(7) names)", v);
+        pool_error_(0, "SHMPOOL_CRASH: bad value '%s' (want point:N, point:N:stop, "
+                       "random:P[:SEED] with 0 < P <= 1, or one of each after a comma, for "
+                       "points libshmpool(7) names)", v);
     }
 }
 
@@ -173,8 +192,8 @@ void pool_crash_note_lock_(pool_lock_kind_t kind, unsigned arg, bool held)
     }
 }
 
-/* Say where the process dies, then die (or stop). */
-static void POOL_COLD fire(const char *name, const char *op)
+/* Say where the process dies, at which hit, then die (or stop). */
+static void POOL_COLD fire(const char *name, const char *op, unsigned long hit)
 {
     char lock[48];
     if (held_depth == 0)
@@ -185,7 +204,7 @@ static void POOL_COLD fire(const char *name, const char *op)
     else
         pool_snprintf_(lock, sizeof lock, "%u lock%s, the last class %u", held_depth,
                        held_depth > 1 ? "s" : "", held_arg);
-    pool_error_(0, "crash point %s%s (hit %lu) in pid %d, holding %s", name, op, crash_hits,
+    pool_error_(0, "crash point %s%s (hit %lu) in pid %d, holding %s", name, op, hit,
                 pool_prim_getpid_(), lock);
     if (crash_stop)
         pool_prim_stop_self_();
@@ -204,29 +223,17 @@ static bool draw(void)
 
 void pool_crash_point_(const char *name)
 {
-    if (crash_random) {
-        crash_hits++;
-        if (draw())
-            fire(name, "");
-        return;
-    }
-    if (crash_name[0] == '\0' || strcmp(name, crash_name) != 0)
-        return;
-    if (++crash_hits == crash_at)
-        fire(name, "");
+    if (crash_name[0] != '\0' && strcmp(name, crash_name) == 0 && ++crash_hits == crash_at)
+        fire(name, "", crash_hits);
+    if (crash_random && (++random_hits, draw()))
+        fire(name, "", random_hits);
 }
 
 void pool_crash_step_(uint32_t op)
 {
-    if (crash_random) {
-        crash_hits++;
-        if (draw())
-            fire("journal.", pool_op_name_(op));
-        return;
-    }
-    if (strncmp(crash_name, "journal.", 8) != 0 ||
-        strcmp(crash_name + 8, pool_op_name_(op)) != 0)
-        return;
-    if (++crash_hits == crash_at)
-        fire("journal.", pool_op_name_(op));
+    if (strncmp(crash_name, "journal.", 8) == 0 &&
+        strcmp(crash_name + 8, pool_op_name_(op)) == 0 && ++crash_hits == crash_at)
+        fire("journal.", pool_op_name_(op), crash_hits);
+    if (crash_random && (++random_hits, draw()))
+        fire("journal.", pool_op_name_(op), random_hits);
 }

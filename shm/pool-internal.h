@@ -241,6 +241,7 @@ static inline uint32_t pool_span_object_index(const pool_arena_t *a, const pool_
  *   name:N:stop   stop by SIGSTOP there instead, the lock still held
  *   random:P[:S]  die at any crash point with probability P (0 < P <= 1),
  *                 drawing from seed S (default: the pid and the clock)
+ *   random:P,name:N  both
  * Journaled steps are the points journal.<op> (journal.fetch, ...). */
 void pool_crash_config_(void);
 /* The named crash points, NULL-terminated (journal.<op> are not listed:

@@ -129,9 +129,10 @@ POOL_API size_t pool_stats_json(char *buf, size_t cap);
 POOL_API void pool_thread_flush(void);
 
 /* Give back to the OS the free pages that stayed free through a whole
- * decay period (one second), if one has ended: what the page heap's own
- * operations do, for an arena that has gone quiet (after a burst, pages
- * would otherwise stay mapped until the next page-heap operation).  Any
+ * decay period (one second), if one has run twice its length: what the
+ * page heap's own operations do at its end, for an arena that has gone
+ * quiet (after a burst, pages would otherwise stay mapped until the next
+ * page-heap operation).  Any
  * process that maps the arena may call it, attached or not; cheap when no
  * period has ended.  poold's master calls it every second. */
 POOL_API void pool_decay(void);

@@ -528,9 +528,11 @@ void pool_decay(void)
     pool_arena_t *a = &pool_arena_;
     if (a->hdr == NULL || pool_arena_copied_())
         return;
-    /* Read without the lock: a period not yet over costs nothing. */
+    /* Read without the lock: a period not yet over costs nothing.  A
+     * period is the page heap's own operations' to end; this ends one
+     * they have left running twice its length, a heap gone quiet. */
     uint64_t start = pool_atomic_load_relaxed(&a->ph->decay_start_ns);
-    if (pool_prim_now_coarse_ns_() - start >= POOL_DECAY_NS)
+    if (pool_prim_now_coarse_ns_() - start >= 2 * POOL_DECAY_NS)
         pool_pageheap_decay_(a);
 }
 
