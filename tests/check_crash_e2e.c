@@ -671,9 +671,9 @@ START_TEST(test_backoff_only_before_ready)
 END_TEST
 
 /* Debug builds with the pool: every worker stops (SIGSTOP) inside a class
- * lock at its 120th object fetched.  The master's watchdog must kill the
- * stopped holder, its reap must repair the lock, and requests must be
- * answered again afterwards. */
+ * lock at the 20th bitmap word it fetches from.  The master's watchdog
+ * must kill the stopped holder, its reap must repair the lock, and
+ * requests must be answered again afterwards. */
 START_TEST(test_watchdog_kills_stopped_holder)
 {
     shared_t *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
@@ -685,7 +685,7 @@ START_TEST(test_watchdog_kills_stopped_holder)
 
     ck_assert_ptr_ne(sh, MAP_FAILED);
     memset(sh, 0, sizeof(*sh));
-    srv_start(&s, "central.fetch:120:stop");
+    srv_start(&s, "central.fetch:20:stop");
     client = fork();
     ck_assert_int_ge(client, 0);
     if (client == 0) {
