@@ -525,6 +525,12 @@ static uint32_t repair_tiling(pool_arena_t *a)
 void pool_pageheap_rebuild_(pool_arena_t *a, unsigned unused)
 {
     pool_pageheap_sh_t *ph = a->ph;
+    /* Pages past the carved ones read as class 0 to whoever carves them
+     * next (a big span does not write its class bytes): a dead holder
+     * whose carve was undone may have left a new span's there. */
+    for (uint32_t p = ph->carved; p < a->npages; p++)
+        if (a->pm_class[p] != 0)
+            pool_atomic_store_release(&a->pm_class[p], 0);
     uint32_t good = repair_tiling(a);
     if (good < ph->carved) {
         /* Pages past a broken descriptor are quarantined: never handed out
