@@ -285,10 +285,12 @@ typedef struct pd_chunked_s {
 int pd_chunked_feed(pd_chunked_t *ck, const char *p, size_t len, uint64_t max_body,
                     size_t max_trailer, size_t *used, int *status);
 
-/* Refresh the cached Date value from now; called once a second. */
+/* Refresh the calling thread's cached Date value from now; each worker
+ * calls it once a second. */
 void pd_http_date_update(time_t now);
 
-/* The cached "Sun, 06 Nov 1994 08:49:37 GMT" (29 characters). */
+/* The calling thread's cached "Sun, 06 Nov 1994 08:49:37 GMT" (29
+ * characters). */
 const char *pd_http_date(void);
 
 /* The reason phrase of a status code, from http-parser ("<unknown>" for
