@@ -209,11 +209,9 @@ static pid_t pd_spawn(pd_master_t *m, int i)
         m->slots[i].restart_us = pd_now_us() + PD_BACKOFF_MAX_MS * 1000;
         return -1;
     }
-    if (pid == 0) {
-        int cpu = m->cfg->pin && m->ncpus > 0 ? m->cpus[i % m->ncpus] : -1;
-
-        _exit(pd_worker_run(m->cfg, i, m->lfds, m->nlfds, cpu, master));
-    }
+    if (pid == 0)
+        _exit(pd_worker_run(m->cfg, i, m->lfds, m->nlfds, m->cpus, m->cfg->pin ? m->ncpus : 0,
+                            master));
     m->slots[i].pid = pid;
     return pid;
 }

@@ -373,10 +373,11 @@ typedef struct pd_worker_s {
     int index;
     pid_t pid;
     int lfd;                    /* listening socket, -1 once stopping */
+    int cpu;                    /* to pin the worker to, -1: not pinned */
+    int stop_fd;                /* readable once the worker must stop */
     struct event *accept_ev;
     struct event *date_ev;      /* refreshes the Date cache every second */
-    struct event *sigterm_ev;
-    struct event *sigint_ev;
+    struct event *stop_ev;      /* on stop_fd, once */
     struct event *resume_ev;    /* re-enables accept after EMFILE */
     pd_wstats_sh_t *stats;      /* this worker's slot */
     pd_conn_t *conns;           /* all open connections, doubly linked */
@@ -386,22 +387,23 @@ typedef struct pd_worker_s {
                                    every dispatch, so one per worker too, and
                                    its blocks stay hot in the cache */
     int nconns;
-    bool stopping;              /* SIGTERM/SIGINT seen: finish and exit */
+    bool stopping;              /* told to stop: finish and exit */
 } pd_worker_t;
 
 /* Called after a connection closed: ends the loop when the worker is
  * stopping and that was its last connection. */
 void pd_worker_conn_gone(pd_worker_t *w);
 
-/* Everything worker `index` does in the child the master forked (master is
- * the master's pid): attach to the allocator, ask for SIGTERM should the
- * master die, pin itself to cpu (-1: do not pin), close the other workers'
- * listening sockets (lfds holds nlfds, its own is lfds[index]), then serve
- * until SIGTERM/SIGINT and its connections are done.  Called with SIGTERM,
- * SIGINT and SIGCHLD blocked; unblocks them once its handlers are in place.
- * Returns the process exit status: 1 when it could not get going. */
-int pd_worker_run(const pd_config_t *cfg, int index, const int *lfds, int nlfds, int cpu,
-                  pid_t master);
+/* Everything worker process `proc` does in the child the master forked
+ * (master is the master's pid): attach to the allocator, ask for SIGTERM
+ * should the master die, close the other workers' listening sockets (lfds
+ * holds nlfds, its own is lfds[proc]), pin itself to cpus[proc % ncpus]
+ * (ncpus 0: not pinned), then serve until SIGTERM/SIGINT and its
+ * connections are done.  Called with SIGTERM, SIGINT and SIGCHLD blocked,
+ * and leaves them blocked: the signals are read from a signalfd.  Returns
+ * the process exit status: 1 when it could not get going or failed. */
+int pd_worker_run(const pd_config_t *cfg, int proc, const int *lfds, int nlfds,
+                  const int *cpus, int ncpus, pid_t master);
 
 /* Take over an accepted, non-blocking socket.  Returns PD_OK, or PD_ERROR
  * after closing fd. */

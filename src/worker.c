@@ -1,17 +1,17 @@
 /* poold — a worker process.
  *
- * pd_worker_run is everything a worker does after fork: attach to the
- * allocator, drop the master's signal handlers, tie its life to the
- * master's, pin itself to its CPU, close the other workers' listening
- * sockets, build its own libevent base (a base must not cross fork), say
- * it is ready in its stats slot, accept on its listening socket, refresh
- * the Date cache every second, and on SIGTERM/SIGINT stop accepting, let
- * requests in flight finish, and return.
+ * pd_worker_run is everything a worker process does after fork: attach to
+ * the allocator, drop the master's signal handlers, tie its life to the
+ * master's, close the other workers' listening sockets, and run its
+ * worker, pd_worker_loop: pin itself to its CPU, build its own libevent
+ * base (a base must not cross fork), say it is ready in its stats slot,
+ * accept on its listening socket, refresh the Date cache every second,
+ * and once its stop descriptor -- a signalfd for SIGTERM and SIGINT -- is
+ * readable stop accepting, let requests in flight finish, and return.
  */
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -20,6 +20,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 
 #include <event2/event.h>
@@ -88,17 +89,18 @@ static void pd_worker_on_date(evutil_socket_t fd, short what, void *arg)
     pd_http_date_update(time(NULL));
 }
 
-/* libevent's own handler only records the signal and wakes the loop; the
- * work happens here, in the loop. */
-static void pd_worker_on_stop(evutil_socket_t sig, short what, void *arg)
+/* The stop descriptor, the process's signalfd, is readable.  The signal
+ * stays pending until read; the event fires once either way. */
+static void pd_worker_on_stop(evutil_socket_t fd, short what, void *arg)
 {
     pd_worker_t *w = arg;
+    struct signalfd_siginfo si;
 
-    if (w->stopping)
-        return;
     w->stopping = true;
-    pd_log(PD_LOG_DEBUG, 0, "worker %d: signal %d, finishing %d connections",
-           w->index, (int)sig, w->nconns);
+    if (read((int)fd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+        si.ssi_signo = 0;
+    pd_log(PD_LOG_DEBUG, 0, "worker %d: signal %d, finishing %d connections", w->index,
+           (int)si.ssi_signo, w->nconns);
     event_del(w->accept_ev);
     event_del(w->resume_ev);
     close(w->lfd);
@@ -107,70 +109,46 @@ static void pd_worker_on_stop(evutil_socket_t sig, short what, void *arg)
     pd_worker_conn_gone(w);
 }
 
-/* What the worker does before it builds its loop; the parts that fail
- * return PD_ERROR (the worker then exits 1), the others are logged. */
-static int pd_worker_start(int index, const int *lfds, int nlfds, int cpu, pid_t master)
+/* Pin the process to w->cpu. */
+static void pd_worker_pin(const pd_worker_t *w)
 {
-    struct sigaction dfl;
+    cpu_set_t set;
 
-    if (pd_alloc_attach() != PD_OK)
-        return PD_ERROR;
-
-    /* The master's flag handlers mean nothing here; the signals stay
-     * blocked until the worker's loop can take them. */
-    memset(&dfl, 0, sizeof(dfl));
-    dfl.sa_handler = SIG_DFL;
-    sigaction(SIGTERM, &dfl, NULL);
-    sigaction(SIGINT, &dfl, NULL);
-    sigaction(SIGCHLD, &dfl, NULL);
-
-    /* Do not outlive a master killed with SIGKILL; one already gone before
-     * the death signal was asked for would never send it. */
-    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != master)
-        return PD_ERROR;
-
-    if (cpu >= 0) {
-        cpu_set_t set;
-
-        CPU_ZERO(&set);
-        CPU_SET(cpu, &set);
-        if (sched_setaffinity(0, sizeof(set), &set) != 0)
-            pd_log(PD_LOG_WARN, errno, "worker %d: sched_setaffinity(CPU %d) failed", index, cpu);
-        else
-            pd_log(PD_LOG_DEBUG, 0, "worker %d pinned to CPU %d", index, cpu);
-    }
-    for (int k = 0; k < nlfds; k++)
-        if (k != index)
-            close(lfds[k]);
-    return PD_OK;
+    if (w->cpu < 0)
+        return;
+    CPU_ZERO(&set);
+    CPU_SET(w->cpu, &set);
+    if (sched_setaffinity(0, sizeof(set), &set) != 0)
+        pd_log(PD_LOG_WARN, errno, "worker %d: sched_setaffinity(CPU %d) failed", w->index,
+               w->cpu);
+    else
+        pd_log(PD_LOG_DEBUG, 0, "worker %d pinned to CPU %d", w->index, w->cpu);
 }
 
-int pd_worker_run(const pd_config_t *cfg, int index, const int *lfds, int nlfds, int cpu,
-                  pid_t master)
+/* Worker `index` from its set-up to its end: serve on lfd until stop_fd is
+ * readable and its connections are done.  Returns 0 when it stopped as
+ * asked, 1 when it could not get going or its loop failed (logged). */
+static int pd_worker_loop(const pd_config_t *cfg, int index, int lfd, int cpu, int stop_fd)
 {
     pd_worker_t w;
-    sigset_t set;
     struct timeval second = {1, 0};
-    int lfd = lfds[index];
     int rc = 1;
 
-    if (pd_worker_start(index, lfds, nlfds, cpu, master) != PD_OK)
-        return 1;
     memset(&w, 0, sizeof(w));
     w.cfg = cfg;
     w.index = index;
     w.pid = getpid();
     w.lfd = lfd;
+    w.cpu = cpu;
+    w.stop_fd = stop_fd;
     w.stats = pd_stats_slot(index);
-
-    /* The parser's own limit must never be the one that fires first. */
-    http_parser_set_max_header_size((uint32_t)cfg->max_header * 2);
+    pd_worker_pin(&w);
     pd_http_date_update(time(NULL));
 
     w.base = event_base_new();
     if (w.base == NULL) {
         pd_log(PD_LOG_ERROR, 0, "worker %d: event_base_new() failed", index);
-        return 1;
+        goto fail;
     }
     if (cfg->request_region && (w.region = pd_region_create(cfg->region_block)) == NULL) {
         pd_log(PD_LOG_ERROR, ENOMEM, "worker %d: cannot create its request region", index);
@@ -179,22 +157,13 @@ int pd_worker_run(const pd_config_t *cfg, int index, const int *lfds, int nlfds,
     w.accept_ev = event_new(w.base, lfd, EV_READ | EV_PERSIST, pd_worker_on_accept, &w);
     w.resume_ev = evtimer_new(w.base, pd_worker_on_resume, &w);
     w.date_ev = event_new(w.base, -1, EV_PERSIST, pd_worker_on_date, &w);
-    w.sigterm_ev = evsignal_new(w.base, SIGTERM, pd_worker_on_stop, &w);
-    w.sigint_ev = evsignal_new(w.base, SIGINT, pd_worker_on_stop, &w);
-    if (w.accept_ev == NULL || w.resume_ev == NULL || w.date_ev == NULL ||
-        w.sigterm_ev == NULL || w.sigint_ev == NULL ||
-        event_add(w.sigterm_ev, NULL) != 0 || event_add(w.sigint_ev, NULL) != 0 ||
-        event_add(w.date_ev, &second) != 0 || event_add(w.accept_ev, NULL) != 0) {
+    w.stop_ev = event_new(w.base, stop_fd, EV_READ, pd_worker_on_stop, &w);
+    if (w.accept_ev == NULL || w.resume_ev == NULL || w.date_ev == NULL || w.stop_ev == NULL ||
+        event_add(w.stop_ev, NULL) != 0 || event_add(w.date_ev, &second) != 0 ||
+        event_add(w.accept_ev, NULL) != 0) {
         pd_log(PD_LOG_ERROR, 0, "worker %d: cannot set up its events", index);
         goto fail;
     }
-
-    /* The master forked us with these blocked; the handlers are in place. */
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGCHLD);
-    sigprocmask(SIG_UNBLOCK, &set, NULL);
 
     /* Ready: publishing the pid tells the master that this worker got
      * going, so a death from here on is replaced at once instead of
@@ -214,13 +183,76 @@ fail:
         event_free(w.resume_ev);
     if (w.date_ev != NULL)
         event_free(w.date_ev);
-    if (w.sigterm_ev != NULL)
-        event_free(w.sigterm_ev);
-    if (w.sigint_ev != NULL)
-        event_free(w.sigint_ev);
-    event_base_free(w.base);
+    if (w.stop_ev != NULL)
+        event_free(w.stop_ev);
+    if (w.base != NULL)     /* NULL would mean libevent's global base */
+        event_base_free(w.base);
     pd_region_destroy(w.region);
     if (w.lfd >= 0)
         close(w.lfd);
+    return rc;
+}
+
+/* The CPU worker `index` is pinned to, -1 for none. */
+static int pd_worker_cpu(const int *cpus, int ncpus, int index)
+{
+    return ncpus > 0 ? cpus[index % ncpus] : -1;
+}
+
+/* ======================================================================== */
+/* The worker process                                                        */
+/* ======================================================================== */
+
+/* What the process does before its worker runs; the parts that fail
+ * return PD_ERROR (the process then exits 1), the others are logged. */
+static int pd_worker_start(int index, const int *lfds, int nlfds, pid_t master)
+{
+    struct sigaction dfl;
+
+    if (pd_alloc_attach() != PD_OK)
+        return PD_ERROR;
+
+    /* The master's flag handlers mean nothing here; the signals stay
+     * blocked, to be read from a signalfd. */
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGTERM, &dfl, NULL);
+    sigaction(SIGINT, &dfl, NULL);
+    sigaction(SIGCHLD, &dfl, NULL);
+
+    /* Do not outlive a master killed with SIGKILL; one already gone before
+     * the death signal was asked for would never send it. */
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != master)
+        return PD_ERROR;
+
+    for (int k = 0; k < nlfds; k++)
+        if (k != index)
+            close(lfds[k]);
+    return PD_OK;
+}
+
+int pd_worker_run(const pd_config_t *cfg, int proc, const int *lfds, int nlfds,
+                  const int *cpus, int ncpus, pid_t master)
+{
+    sigset_t stop;
+    int sfd, rc;
+
+    if (pd_worker_start(proc, lfds, nlfds, master) != PD_OK)
+        return 1;
+    /* The parser's own limit must never be the one that fires first. */
+    http_parser_set_max_header_size((uint32_t)cfg->max_header * 2);
+
+    /* SIGTERM and SIGINT stay blocked, to be read from the loop: no signal
+     * handler, and no libevent signal machinery. */
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    sfd = signalfd(-1, &stop, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (sfd < 0) {
+        pd_log(PD_LOG_ERROR, errno, "worker process %d: signalfd() failed", proc);
+        return 1;
+    }
+    rc = pd_worker_loop(cfg, proc, lfds[proc], pd_worker_cpu(cpus, ncpus, proc), sfd);
+    close(sfd);
     return rc;
 }
