@@ -7,7 +7,8 @@ those four -- the allocator is a variant or a preload, request regions a
 flag -- so a new dimension (a spin-lock variant, `--threads N` against
 `-w N`, a thread-cache size in the environment) is new arms, not new
 harness code.  An arm's flags come after the harness's own, and poold takes
-the last of a repeated option, so an arm may set its own `-w`.
+the last of a repeated option, so an arm may set its own `-w` (a thread arm
+says `-w 1 --threads N`).
 """
 
 import dataclasses
@@ -39,6 +40,13 @@ class Arm:
         """This arm with more flags and environment, under another name."""
         return dataclasses.replace(self, name=name, flags=self.flags + tuple(flags),
                                    env=self.env + tuple(env))
+
+    @property
+    def threads(self):
+        """N of the arm's --threads N, or None: its workers are processes."""
+        f = self.flags
+        given = [f[i + 1] for i in range(len(f) - 1) if f[i] == "--threads"]
+        return int(given[-1]) if given else None     # poold takes the last
 
     @property
     def region(self):

@@ -46,12 +46,17 @@ def ms(us):
     return f"{us / 1000:.2f}" if us == us else "n/a"
 
 
-def cells_from_runs(runs):
+def by_conc(r):
+    """The A/B's cell of a row: (workload, conc, arm)."""
+    return r["workload"], int(r["conc"]), r["arm"]
+
+
+def cells_from_runs(runs, key=by_conc):
     """Median, CV, medians of the latency percentiles and of the CPUs' busy
-    shares per (workload, conc, arm)."""
+    shares per cell and arm (key)."""
     cells = {}
     for r in runs:
-        cells.setdefault((r["workload"], int(r["conc"]), r["arm"]), []).append(r)
+        cells.setdefault(key(r), []).append(r)
     out = {}
     for key, rs in cells.items():
         rps = [float(r["rps"]) for r in rs]
@@ -249,16 +254,16 @@ def memory_section(memory, footprint, burst, pngs):
     return L
 
 
-def cpu_medians(rows):
-    """One row per workload, concurrency and arm from cpu.csv's samples:
-    the median of each per-request figure, and the spread of the run time
-    (sched_lo, sched_hi).  A results directory from before the samples has
-    one row per arm, its own median."""
+def cpu_medians(rows, key=by_conc):
+    """One row per cell and arm (key) from cpu.csv's samples: the median of
+    each per-request figure, and the spread of the run time (sched_lo,
+    sched_hi).  A results directory from before the samples has one row per
+    arm, its own median."""
     groups = {}
     for r in rows:
-        groups.setdefault((r["workload"], r["conc"], r["arm"]), []).append(r)
+        groups.setdefault(key(r), []).append(r)
     out = []
-    for (w, c, arm), g in groups.items():
+    for g in groups.values():
         sched = [float(r["sched_us_per_req"]) for r in g]
         m = dict(g[0])
         for k in ("cpu_us_per_req", "sched_us_per_req", "minflt_per_req"):
