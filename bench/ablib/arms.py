@@ -7,8 +7,8 @@ those four -- the allocator is a variant or a preload, request regions a
 flag -- so a new dimension (a spin-lock variant, `--threads N` against
 `-w N`, a thread-cache size in the environment) is new arms, not new
 harness code.  An arm's flags come after the harness's own, and poold takes
-the last of a repeated option, so an arm may set its own `-w` (a thread arm
-says `-w 1 --threads N`).
+the last of a repeated option, so an arm may set its own `-w` (the ladder's
+thread arms say `-w 1 --threads N`).
 """
 
 import dataclasses
@@ -21,7 +21,13 @@ VARIANTS = {
     "A": ["--enable-pool"],
     "B": [],
     "S": ["--enable-pool", "--enable-pool-stats"],
+    # The contention ladder's spin-lock builds: timed, and for its stats pass.
+    "A-spin": ["--enable-pool", "--enable-pool-lock=spin"],
+    "S-spin": ["--enable-pool", "--enable-pool-stats", "--enable-pool-lock=spin"],
 }
+
+# The stats build of each pool variant: the same pool with its counters.
+STATS_VARIANT = {"A": "S", "A-spin": "S-spin"}
 
 # --request-region changes nothing but /heavy: the other routes allocate no
 # objects of their own per request, so the region arms run only there.

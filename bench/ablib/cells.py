@@ -2,9 +2,9 @@
 
 A cell is one workload at one concurrency with the arms that run in it: all
 started cold side by side, measured interleaved run by run.  `key` is the
-cell's coordinates, the columns that name it in every CSV row it produces;
-a cell may add the number of workers its arms start (as processes or as
-threads) as one more.
+cell's coordinates, the columns that name it in every CSV row it produces:
+the contention ladder's cells (ladder.py) add the number of workers, which
+its arms start as processes or as threads.
 """
 
 import dataclasses
@@ -37,7 +37,7 @@ class Cell:
     workload: str
     conc: int
     arms: tuple                 # arms.Resolved, in the cell's base order
-    workers: int = None         # N, when the arms start N workers of their own
+    workers: int = None         # ladder cells: the N their arms start
 
     @property
     def key(self):

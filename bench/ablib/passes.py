@@ -2,8 +2,9 @@
 request), instructions per request under callgrind, and the stats build's
 allocator counters.  Each writes its CSV after every cell, so an
 interrupted run keeps what it measured.  Each runs over the cells it is
-given and writes its files under a prefix (none for the A/B's own); a
-CSV's first columns are its cells' coordinates (cells.fields)."""
+given and writes its files under a prefix: the A/B's cells with none, the
+contention ladder's (ladder.py) with "ladder-"; a CSV's first columns are
+its cells' coordinates (cells.fields)."""
 
 import os
 import shutil
