@@ -19,7 +19,7 @@ noinst_PROGRAMS += bench/nreq
 bench_nreq_SOURCES = bench/nreq.c
 EXTRA_DIST += bench/ab bench/ab-wrk.lua bench/ab-plot.gp
 EXTRA_DIST += bench/ablib/__init__.py bench/ablib/arms.py bench/ablib/callgrind.py \
-	bench/ablib/cells.py bench/ablib/common.py bench/ablib/footprint.py \
+	bench/ablib/cells.py bench/ablib/common.py bench/ablib/footprint.py bench/ablib/ladder.py \
 	bench/ablib/meta.py bench/ablib/passes.py bench/ablib/plots.py \
 	bench/ablib/report.py bench/ablib/servers.py
 # --- end bench/ab ---

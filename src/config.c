@@ -26,6 +26,7 @@
 /* Long-only options get values outside the char range. */
 enum {
     OPT_NO_PIN = 256,
+    OPT_THREADS,
     OPT_HEAP_SIZE,
     OPT_MAX_HEADER,
     OPT_MAX_BODY,
@@ -43,6 +44,7 @@ static const char pd_short_opts[] = ":w:p:b:vhV";
 
 static const struct option pd_long_opts[] = {
     {"workers", required_argument, NULL, 'w'},
+    {"threads", required_argument, NULL, OPT_THREADS},
     {"port", required_argument, NULL, 'p'},
     {"bind", required_argument, NULL, 'b'},
     {"no-pin", no_argument, NULL, OPT_NO_PIN},
@@ -65,14 +67,16 @@ static const struct option pd_long_opts[] = {
 
 void pd_config_usage(FILE *out)
 {
-    fputs("usage: poold [-w N] [-p PORT] [-b ADDR] [--no-pin] [--heap-size SIZE]\n"
-          "             [--max-header SIZE] [--max-body SIZE] [--max-conns N]\n"
-          "             [--header-timeout SEC] [--idle-timeout SEC]\n"
+    fputs("usage: poold [-w N | --threads N] [-p PORT] [-b ADDR] [--no-pin]\n"
+          "             [--heap-size SIZE] [--max-header SIZE] [--max-body SIZE]\n"
+          "             [--max-conns N] [--header-timeout SEC] [--idle-timeout SEC]\n"
           "             [--body-timeout SEC] [--body-min-rate SIZE]\n"
           "             [--shutdown-timeout SEC] [--request-region]\n"
           "             [--region-block SIZE] [-v] [-h] [-V]\n"
           "\n"
           "  -w, --workers N          worker processes, 1..256 (default: online CPUs)\n"
+          "      --threads N          instead one worker process of N worker threads,\n"
+          "                           1..256\n"
           "  -p, --port PORT          TCP port, 0 for any free one (default: 8080)\n"
           "  -b, --bind ADDR          IPv4 or IPv6 address (default: 127.0.0.1)\n"
           "      --no-pin             do not pin worker i to CPU i mod CPUs\n"
@@ -282,6 +286,7 @@ pd_config_result_t pd_config_parse(pd_config_t *cfg, int argc, char **argv,
                                    char *err, size_t cap)
 {
     bool help = false, version = false;
+    bool workers_given = false;
 
     pd_config_defaults(cfg);
     if (cap > 0)
@@ -307,6 +312,11 @@ pd_config_result_t pd_config_parse(pd_config_t *cfg, int argc, char **argv,
         switch (c) {
         case 'w':
             rc = pd_config_int(optarg, 1, PD_MAX_WORKERS, &cfg->workers);
+            expect = "an integer from 1 to 256";
+            workers_given = true;
+            break;
+        case OPT_THREADS:
+            rc = pd_config_int(optarg, 1, PD_MAX_WORKERS, &cfg->threads);
             expect = "an integer from 1 to 256";
             break;
         case 'p':
@@ -408,6 +418,14 @@ pd_config_result_t pd_config_parse(pd_config_t *cfg, int argc, char **argv,
         return PD_CONFIG_HELP;
     if (version)
         return PD_CONFIG_VERSION;
+    /* Threads or processes, not both: the experiment compares the two, and
+     * a mix would blend both kinds of contention into one figure. */
+    if (cfg->threads > 0) {
+        if (workers_given && cfg->workers != 1)
+            return pd_config_fail(err, cap, "--threads runs one worker process: it cannot be "
+                                  "combined with -w %d", cfg->workers);
+        cfg->workers = 1;
+    }
     if (pd_config_addr(cfg) != PD_OK)   /* applies the final port */
         return pd_config_fail(err, cap, "invalid address '%s'", cfg->bind);
     return PD_CONFIG_RUN;

@@ -375,6 +375,7 @@ static int pd_conn_read_head(pd_conn_t *c)
     pd_stat_add(&w->stats->xrequests, 1);
     ctx.worker_index = w->index;
     ctx.pid = w->pid;
+    ctx.tid = w->tid;
     ctx.keep_alive = req->keep_alive && !w->stopping;
     ctx.region = w->region;
     has_body = req->chunked || req->content_length > 0;

@@ -89,12 +89,16 @@ static size_t pd_method_max(void)
 #define PD_METHOD_LEN(num, name, string) sizeof(#string) - 1,
     static const size_t lens[] = {HTTP_METHOD_MAP(PD_METHOD_LEN)};
 #undef PD_METHOD_LEN
-    static size_t max;
+    static size_t cached;
+    /* Worker threads may race to fill it: they store the same value. */
+    size_t max = __atomic_load_n(&cached, __ATOMIC_RELAXED);
 
-    if (max == 0)
+    if (max == 0) {
         for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
             if (lens[i] > max)
                 max = lens[i];
+        __atomic_store_n(&cached, max, __ATOMIC_RELAXED);
+    }
     return max;
 }
 
@@ -611,7 +615,9 @@ fail:
 /* Responses                                                                 */
 /* ======================================================================== */
 
-static char pd_date_buf[32] = "Thu, 01 Jan 1970 00:00:00 GMT";
+/* Each thread's own, refreshed by its worker's timer: worker threads never
+ * read a value another is rewriting. */
+static __thread char pd_date_buf[32] = "Thu, 01 Jan 1970 00:00:00 GMT";
 
 void pd_http_date_update(time_t now)
 {

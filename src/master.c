@@ -1,12 +1,15 @@
 /* poold — the master process.
  *
  * pd_master_run reserves the allocator's arena and the shared counters,
- * binds the listening sockets, forks the workers (each told which CPU to
- * pin itself to; worker.c does the rest of a worker's start-up), prints the
- * start-up line, then supervises: a worker that dies is logged and
- * replaced, at once when it had been serving, with back-off when it keeps
- * dying before it gets going; SIGTERM/SIGINT stop the workers
- * gracefully and kill the ones still busy after --shutdown-timeout.  Signal
+ * binds a listening socket per worker, forks the worker processes (each
+ * told which CPUs its workers pin themselves to; worker.c does the rest of
+ * their start-up), prints the start-up line, then supervises processes: a
+ * worker process that dies is logged and replaced, at once when it had
+ * been serving, with back-off when it keeps dying before it gets going;
+ * SIGTERM/SIGINT stop them gracefully and kill the ones still busy after
+ * --shutdown-timeout.  With --threads the one process runs all workers as
+ * threads, and whatever ends one of them ends it: the master sees, and
+ * restarts, only processes.  Signal
  * handlers only set flags; everything happens in the loop, which sleeps in
  * ppoll() with the signals unblocked only there.
  */
@@ -43,7 +46,7 @@ typedef struct pd_slot_s {
 
 typedef struct pd_master_s {
     const pd_config_t *cfg;
-    pd_slot_t slots[PD_MAX_WORKERS];
+    pd_slot_t slots[PD_MAX_WORKERS];    /* one per worker process */
     int lfds[PD_MAX_WORKERS];   /* one listening socket per worker */
     int nlfds;
     int cpus[CPU_SETSIZE];      /* the CPUs we may run on, in order */
@@ -52,7 +55,7 @@ typedef struct pd_master_s {
     bool stopping;
     pid_t unreaped[PD_MAX_WORKERS]; /* dead workers the pool could not reap yet */
     int nunreaped;
-    pid_t stalled;              /* worker seen holding a pool lock too long */
+    pid_t stalled;              /* worker process seen holding a pool lock too long */
     uint64_t stalled_requests;  /* its request count when first seen */
 } pd_master_t;
 
@@ -150,7 +153,7 @@ static int pd_listen_all(pd_master_t *m)
     socklen_t len = m->cfg->addrlen;
     int port;
 
-    for (int i = 0; i < m->cfg->workers; i++) {
+    for (int i = 0; i < pd_config_nworkers(m->cfg); i++) {
         int fd = pd_listen_one(m, &addr, len);
 
         if (fd < 0)
@@ -198,7 +201,7 @@ static void pd_cpus_init(pd_master_t *m)
     }
 }
 
-/* Fork worker i.  Returns its pid, or -1 (logged; retried later). */
+/* Fork worker process i.  Returns its pid, or -1 (logged; retried later). */
 static pid_t pd_spawn(pd_master_t *m, int i)
 {
     pid_t master = getpid();
@@ -209,13 +212,51 @@ static pid_t pd_spawn(pd_master_t *m, int i)
         m->slots[i].restart_us = pd_now_us() + PD_BACKOFF_MAX_MS * 1000;
         return -1;
     }
-    if (pid == 0) {
-        int cpu = m->cfg->pin && m->ncpus > 0 ? m->cpus[i % m->ncpus] : -1;
-
-        _exit(pd_worker_run(m->cfg, i, m->lfds, m->nlfds, cpu, master));
-    }
+    if (pid == 0)
+        _exit(pd_worker_run(m->cfg, i, m->lfds, m->nlfds, m->cpus, m->cfg->pin ? m->ncpus : 0,
+                            master));
     m->slots[i].pid = pid;
     return pid;
+}
+
+/* Worker process i's workers have the stats slots first .. first + n - 1. */
+static int pd_first_stats(const pd_master_t *m, int i)
+{
+    return i * pd_config_threads(m->cfg);
+}
+
+/* Whether every worker of process i, which has pid, got ready: its pid is
+ * in all their stats slots. */
+static bool pd_ready(const pd_master_t *m, int i, pid_t pid)
+{
+    int first = pd_first_stats(m, i);
+
+    /* A worker's release store of the pid happened before the process's
+     * death, which happened before waitpid() returned it. */
+    for (int k = first; k < first + pd_config_threads(m->cfg); k++)
+        if (__atomic_load_n(&pd_stats_slot(k)->xpid, __ATOMIC_ACQUIRE) != pid)
+            return false;
+    return true;
+}
+
+/* Requests the workers of process i have answered. */
+static uint64_t pd_served(const pd_master_t *m, int i)
+{
+    int first = pd_first_stats(m, i);
+    uint64_t n = 0;
+
+    for (int k = first; k < first + pd_config_threads(m->cfg); k++)
+        n += __atomic_load_n(&pd_stats_slot(k)->xrequests, __ATOMIC_RELAXED);
+    return n;
+}
+
+/* Worker process i is gone: so are its workers. */
+static void pd_stats_end_proc(const pd_master_t *m, int i)
+{
+    int first = pd_first_stats(m, i);
+
+    for (int k = first; k < first + pd_config_threads(m->cfg); k++)
+        pd_stats_end(k);
 }
 
 static int pd_slot_of(const pd_master_t *m, pid_t pid)
@@ -310,10 +351,8 @@ static void pd_reap(pd_master_t *m)
             continue;
         s = &m->slots[i];
         s->pid = 0;
-        /* The worker's release store of its pid happened before its death,
-         * which happened before waitpid() returned it. */
-        ready = __atomic_load_n(&pd_stats_slot(i)->xpid, __ATOMIC_ACQUIRE) == pid;
-        pd_stats_end(i);
+        ready = pd_ready(m, i, pid);
+        pd_stats_end_proc(m, i);
         pd_describe(status, how, sizeof(how));
         if (m->stopping) {
             pd_log(PD_LOG_DEBUG, 0, "worker %d (pid %d) %s", i, (int)pid, how);
@@ -341,8 +380,10 @@ static void pd_reap(pd_master_t *m)
     }
 }
 
-/* A worker that has held a pool lock for PD_LOCK_STALL_MS, and answered no
- * request between two looks, is killed; reaping it repairs the lock. */
+/* A worker process that has held a pool lock for PD_LOCK_STALL_MS, and
+ * answered no request between two looks (with --threads: none of its
+ * threads did; the pool names holders by process), is killed; reaping it
+ * repairs the lock. */
 static void pd_watchdog(pd_master_t *m)
 {
     pid_t pid = pd_alloc_stalled(PD_LOCK_STALL_MS);
@@ -353,7 +394,7 @@ static void pd_watchdog(pd_master_t *m)
         m->stalled = 0;
         return;
     }
-    served = __atomic_load_n(&pd_stats_slot(i)->xrequests, __ATOMIC_RELAXED);
+    served = pd_served(m, i);
     if (m->stalled != pid || m->stalled_requests != served) {
         m->stalled = pid;
         m->stalled_requests = served;
@@ -409,7 +450,7 @@ static void pd_stop(pd_master_t *m, int sig)
     int64_t deadline = pd_now_us() + pd_tv_us(&m->cfg->shutdown_timeout);
 
     m->stopping = true;
-    pd_log(PD_LOG_INFO, 0, "signal %d: stopping %d workers", sig, pd_live(m));
+    pd_log(PD_LOG_INFO, 0, "signal %d: stopping %d worker processes", sig, pd_live(m));
     pd_signal_all(m, SIGTERM);
     /* New connections now fail fast instead of queueing for nobody. */
     pd_listen_close(m);
@@ -442,7 +483,7 @@ static void pd_stop(pd_master_t *m, int sig)
         /* On the way out: a reap that must wait is not retried. */
         pd_alloc_reap(s->pid, PD_LOG_DEBUG);
         s->pid = 0;
-        pd_stats_end(i);
+        pd_stats_end_proc(m, i);
     }
 }
 
@@ -478,12 +519,13 @@ static int pd_signals_init(pd_master_t *m)
     return PD_OK;
 }
 
-/* A worker needs a descriptor per connection plus a few of its own: raise
- * the soft limit (1024 on Debian) towards the hard one when --max-conns
- * asks for it, rather than meet EMFILE under load. */
+/* A worker needs a descriptor per connection plus a few of its own, and a
+ * process has as many workers as threads: raise the soft limit (1024 on
+ * Debian) towards the hard one when --max-conns asks for it, rather than
+ * meet EMFILE under load. */
 static void pd_raise_nofile(const pd_config_t *cfg)
 {
-    rlim_t want = (rlim_t)cfg->max_conns + 64;
+    rlim_t want = ((rlim_t)cfg->max_conns + 64) * (rlim_t)pd_config_threads(cfg);
     struct rlimit rl;
 
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
@@ -493,8 +535,9 @@ static void pd_raise_nofile(const pd_config_t *cfg)
         pd_log(PD_LOG_WARN, errno, "setrlimit(RLIMIT_NOFILE, %llu) failed",
                (unsigned long long)rl.rlim_cur);
     else if (rl.rlim_cur < want)
-        pd_log(PD_LOG_WARN, 0, "only %llu descriptors per process: fewer than --max-conns %d",
-               (unsigned long long)rl.rlim_cur, cfg->max_conns);
+        pd_log(PD_LOG_WARN, 0, "only %llu descriptors per process: fewer than --max-conns %d "
+               "for each of its %d workers", (unsigned long long)rl.rlim_cur, cfg->max_conns,
+               pd_config_threads(cfg));
 }
 
 static void pd_startup_line(const pd_master_t *m, int port)
@@ -503,6 +546,7 @@ static void pd_startup_line(const pd_master_t *m, int port)
     char pids[PD_MAX_WORKERS * 12];
     char where[96];
     char heap[40] = "";
+    char threads[24] = "";
     size_t n = 0;
 
     pids[0] = '\0';
@@ -512,8 +556,10 @@ static void pd_startup_line(const pd_master_t *m, int port)
     pd_config_format_addr(cfg, port, where, sizeof(where));
     if (pd_alloc_is_pool())
         snprintf(heap, sizeof(heap), " heap=%zu", cfg->heap_size);
-    pd_log(PD_LOG_INFO, 0, "started allocator=%s workers=%d pids=%s listen=%s pin=%s%s",
-           pd_alloc_name(), cfg->workers, pids, where, cfg->pin ? "on" : "off", heap);
+    if (cfg->threads > 0)
+        snprintf(threads, sizeof(threads), " threads=%d", cfg->threads);
+    pd_log(PD_LOG_INFO, 0, "started allocator=%s workers=%d%s pids=%s listen=%s pin=%s%s",
+           pd_alloc_name(), cfg->workers, threads, pids, where, cfg->pin ? "on" : "off", heap);
 }
 
 int pd_master_run(const pd_config_t *cfg)
@@ -529,7 +575,7 @@ int pd_master_run(const pd_config_t *cfg)
     pd_raise_nofile(cfg);
     if (pd_alloc_create(cfg->heap_size) != PD_OK)
         return 1;
-    if (pd_stats_create(cfg->workers) != PD_OK)
+    if (pd_stats_create(pd_config_nworkers(cfg)) != PD_OK)
         return 1;
     port = pd_listen_all(&m);
     if (port < 0)

@@ -1,8 +1,10 @@
 /* poold — declarations shared by the server's translation units.
  *
- * The server is a master (master.c) that forks N workers (worker.c); each
- * worker runs one libevent loop over its connections (conn.c), which frame
- * requests (http.c) and answer them (routes.c).  config.c parses the command
+ * The server is a master (master.c) that forks worker processes (worker.c);
+ * a worker is one libevent loop over its connections (conn.c), which frame
+ * requests (http.c) and answer them (routes.c).  With -w N each of N
+ * processes runs one worker; with --threads N one process runs N workers,
+ * a thread each, on the same code.  config.c parses the command
  * line, log.c formats every log line, alloc.c is the only door to the pool,
  * srvstats.c holds the per-worker counters shared with every process;
  * region.c is the per-request region allocator (region.h).
@@ -34,6 +36,8 @@ struct evbuffer;
 #define PD_ERROR (-1)
 #define PD_AGAIN (-2)   /* not done yet: call again with more input */
 
+/* Workers in all, processes or threads: one listening socket and one stats
+ * slot each. */
 #define PD_MAX_WORKERS 256
 /* A request head may hold at most this many header fields (more → 431). */
 #define PD_MAX_HEADERS 128
@@ -43,7 +47,10 @@ struct evbuffer;
 /* ------------------------------------------------------------------------ */
 
 typedef struct pd_config_s {
-    int workers;                    /* -w: 1..PD_MAX_WORKERS */
+    int workers;                    /* -w: worker processes, 1..PD_MAX_WORKERS
+                                       (1 with --threads) */
+    int threads;                    /* --threads: workers per process, each a
+                                       thread; 0: one, the process itself */
     int port;                       /* -p: 0 asks the kernel for a port */
     char bind[64];                  /* -b as given (an IPv4 or IPv6 literal) */
     struct sockaddr_storage addr;   /* bind and port, ready for bind(2) */
@@ -78,6 +85,18 @@ typedef enum pd_config_result_e {
  * from 1 to 256". */
 pd_config_result_t pd_config_parse(pd_config_t *cfg, int argc, char **argv,
                                    char *err, size_t cap);
+
+/* Workers each worker process runs: --threads, or 1. */
+static inline int pd_config_threads(const pd_config_t *cfg)
+{
+    return cfg->threads > 0 ? cfg->threads : 1;
+}
+
+/* Workers in all: processes times threads. */
+static inline int pd_config_nworkers(const pd_config_t *cfg)
+{
+    return cfg->workers * pd_config_threads(cfg);
+}
 
 /* Write the usage text (every option with its default) to out. */
 void pd_config_usage(FILE *out);
@@ -168,6 +187,7 @@ void pd_alloc_decay(void);
 typedef struct pd_wstats_sh_s {
     int32_t xpid;           /* 0 while the slot has no worker ready to serve */
     int32_t index;
+    int32_t xtid;           /* the worker's thread (its pid with -w) */
     uint64_t xrequests;     /* requests answered (any status) */
     uint64_t xconnections;  /* connections open now */
     uint64_t xbytes_in;
@@ -184,10 +204,11 @@ int pd_stats_count(void);
 /* Slot i (0 <= i < pd_stats_count()). */
 pd_wstats_sh_t *pd_stats_slot(int i);
 
-/* A worker ready to serve in slot i (its loop set up): record its pid,
- * zero its counters.  The master reads the pid at the worker's death to
- * tell a failed start from a killed server. */
-void pd_stats_begin(int i, pid_t pid);
+/* A worker ready to serve in slot i (its loop set up): record its
+ * process's pid and its thread's id, zero its counters.  The master reads
+ * the pid at the process's death to tell a failed start from a killed
+ * server. */
+void pd_stats_begin(int i, pid_t pid, pid_t tid);
 
 /* The master after slot i's worker died: no pid, no open connections. */
 void pd_stats_end(int i);
@@ -289,10 +310,12 @@ typedef struct pd_chunked_s {
 int pd_chunked_feed(pd_chunked_t *ck, const char *p, size_t len, uint64_t max_body,
                     size_t max_trailer, size_t *used, int *status);
 
-/* Refresh the cached Date value from now; called once a second. */
+/* Refresh the calling thread's cached Date value from now; each worker
+ * calls it once a second. */
 void pd_http_date_update(time_t now);
 
-/* The cached "Sun, 06 Nov 1994 08:49:37 GMT" (29 characters). */
+/* The calling thread's cached "Sun, 06 Nov 1994 08:49:37 GMT" (29
+ * characters). */
 const char *pd_http_date(void);
 
 /* The reason phrase of a status code, from http-parser ("<unknown>" for
@@ -320,6 +343,7 @@ int pd_http_write_error(struct evbuffer *out, int status, bool head_only);
 typedef struct pd_route_ctx_s {
     int worker_index;
     pid_t pid;
+    pid_t tid;          /* the worker's thread; its pid with -w */
     bool keep_alive;    /* the response may keep the connection */
     pd_region_t *region;    /* --request-region: where /heavy allocates (the
                                caller resets it after the request); NULL:
@@ -368,17 +392,21 @@ int pd_route_heavy(const pd_request_t *req, const pd_route_ctx_t *ctx, unsigned 
 
 typedef struct pd_conn_s pd_conn_t;
 
-/* One worker process's state (worker.c owns it, conn.c reads it). */
+/* One worker's state: a worker process's with -w, a worker thread's with
+ * --threads (worker.c owns it, on the stack of the thread that runs it;
+ * conn.c reads it). */
 typedef struct pd_worker_s {
     const pd_config_t *cfg;
     struct event_base *base;
-    int index;
+    int index;                  /* 0..pd_config_nworkers() - 1: its stats slot */
     pid_t pid;
+    pid_t tid;                  /* the thread running it (pid with -w) */
     int lfd;                    /* listening socket, -1 once stopping */
+    int cpu;                    /* to pin the thread to, -1: not pinned */
+    int stop_fd;                /* readable once the worker must stop */
     struct event *accept_ev;
     struct event *date_ev;      /* refreshes the Date cache every second */
-    struct event *sigterm_ev;
-    struct event *sigint_ev;
+    struct event *stop_ev;      /* on stop_fd, once */
     struct event *resume_ev;    /* re-enables accept after EMFILE */
     pd_wstats_sh_t *stats;      /* this worker's slot */
     pd_conn_t *conns;           /* all open connections, doubly linked */
@@ -388,22 +416,25 @@ typedef struct pd_worker_s {
                                    every dispatch, so one per worker too, and
                                    its blocks stay hot in the cache */
     int nconns;
-    bool stopping;              /* SIGTERM/SIGINT seen: finish and exit */
+    bool stopping;              /* told to stop: finish and exit */
 } pd_worker_t;
 
 /* Called after a connection closed: ends the loop when the worker is
  * stopping and that was its last connection. */
 void pd_worker_conn_gone(pd_worker_t *w);
 
-/* Everything worker `index` does in the child the master forked (master is
- * the master's pid): attach to the allocator, ask for SIGTERM should the
- * master die, pin itself to cpu (-1: do not pin), close the other workers'
- * listening sockets (lfds holds nlfds, its own is lfds[index]), then serve
- * until SIGTERM/SIGINT and its connections are done.  Called with SIGTERM,
- * SIGINT and SIGCHLD blocked; unblocks them once its handlers are in place.
- * Returns the process exit status: 1 when it could not get going. */
-int pd_worker_run(const pd_config_t *cfg, int index, const int *lfds, int nlfds, int cpu,
-                  pid_t master);
+/* Everything worker process `proc` does in the child the master forked
+ * (master is the master's pid): attach to the allocator, ask for SIGTERM
+ * should the master die, close the listening sockets of other processes'
+ * workers (lfds holds nlfds, one per worker), then run its workers -- the
+ * process itself with -w, a thread each with --threads -- until
+ * SIGTERM/SIGINT and their connections are done.  Worker j is pinned to
+ * cpus[j % ncpus] (ncpus 0: not pinned).  Called with SIGTERM, SIGINT and
+ * SIGCHLD blocked, and leaves them blocked: the signals are read from a
+ * signalfd.  Returns the process exit status: 1 when a worker could not
+ * get going or failed. */
+int pd_worker_run(const pd_config_t *cfg, int proc, const int *lfds, int nlfds,
+                  const int *cpus, int ncpus, pid_t master);
 
 /* Take over an accepted, non-blocking socket.  Returns PD_OK, or PD_ERROR
  * after closing fd. */

@@ -51,8 +51,9 @@ static int pd_route_root(const pd_request_t *req, const pd_route_ctx_t *ctx,
                          struct evbuffer *out)
 {
     char body[160];
-    int n = snprintf(body, sizeof(body), "{\"allocator\":\"%s\",\"worker\":%d,\"pid\":%d}",
-                     pd_alloc_name(), ctx->worker_index, (int)ctx->pid);
+    int n = snprintf(body, sizeof(body),
+                     "{\"allocator\":\"%s\",\"worker\":%d,\"pid\":%d,\"tid\":%d}",
+                     pd_alloc_name(), ctx->worker_index, (int)ctx->pid, (int)ctx->tid);
 
     return pd_respond(req, ctx, out, 200, PD_JSON, body, (size_t)n);
 }
@@ -82,10 +83,11 @@ static int pd_route_stats(const pd_request_t *req, const pd_route_ctx_t *ctx,
         pd_wstats_sh_t *s = pd_stats_slot(i);
 
         if (evbuffer_add_printf(body,
-                "%s{\"index\":%d,\"pid\":%d,\"requests\":%llu,\"connections\":%llu,"
-                "\"bytes_in\":%llu,\"bytes_out\":%llu}",
+                "%s{\"index\":%d,\"pid\":%d,\"tid\":%d,\"requests\":%llu,"
+                "\"connections\":%llu,\"bytes_in\":%llu,\"bytes_out\":%llu}",
                 i > 0 ? "," : "", i,
                 (int)__atomic_load_n(&s->xpid, __ATOMIC_RELAXED),
+                (int)__atomic_load_n(&s->xtid, __ATOMIC_RELAXED),
                 (unsigned long long)__atomic_load_n(&s->xrequests, __ATOMIC_RELAXED),
                 (unsigned long long)__atomic_load_n(&s->xconnections, __ATOMIC_RELAXED),
                 (unsigned long long)__atomic_load_n(&s->xbytes_in, __ATOMIC_RELAXED),

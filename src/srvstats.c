@@ -1,7 +1,8 @@
 /* poold — per-worker counters shared by every process.
  *
  * The master maps one MAP_SHARED region before it forks, one cache line per
- * worker slot.  Each worker writes only its own slot; /stats, served by any
+ * worker slot: a worker process's with -w, a worker thread's with
+ * --threads.  Each worker writes only its own slot; /stats, served by any
  * worker, reads all of them, so the counters survive in the master's view
  * of the region whichever worker answers.  A worker's pid appears in its
  * slot only once the worker is ready to serve: at the worker's death the
@@ -46,7 +47,7 @@ pd_wstats_sh_t *pd_stats_slot(int i)
     return &pd_stats_base[i];
 }
 
-void pd_stats_begin(int i, pid_t pid)
+void pd_stats_begin(int i, pid_t pid, pid_t tid)
 {
     pd_wstats_sh_t *s = &pd_stats_base[i];
 
@@ -54,6 +55,7 @@ void pd_stats_begin(int i, pid_t pid)
     __atomic_store_n(&s->xconnections, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&s->xbytes_in, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&s->xbytes_out, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->xtid, (int32_t)tid, __ATOMIC_RELAXED);
     __atomic_store_n(&s->xpid, (int32_t)pid, __ATOMIC_RELEASE);
 }
 
@@ -62,5 +64,6 @@ void pd_stats_end(int i)
     pd_wstats_sh_t *s = &pd_stats_base[i];
 
     __atomic_store_n(&s->xpid, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->xtid, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&s->xconnections, 0, __ATOMIC_RELAXED);
 }

@@ -1,25 +1,38 @@
-/* poold — a worker process.
+/* poold — a worker process, and the workers it runs.
  *
- * pd_worker_run is everything a worker does after fork: attach to the
- * allocator, drop the master's signal handlers, tie its life to the
- * master's, pin itself to its CPU, close the other workers' listening
- * sockets, build its own libevent base (a base must not cross fork), say
- * it is ready in its stats slot, accept on its listening socket, refresh
- * the Date cache every second, and on SIGTERM/SIGINT stop accepting, let
- * requests in flight finish, and return.
+ * pd_worker_run is everything a worker process does after fork: attach to
+ * the allocator, drop the master's signal handlers, tie its life to the
+ * master's, close the listening sockets of other processes' workers, and
+ * run its workers.  With -w it is one worker itself; with --threads N it
+ * starts N threads, a worker each, and its main thread only waits: for a
+ * signal, which it passes on to all of them, and for workers that end.
+ *
+ * A worker is pd_worker_loop, the same code either way: pin itself to its
+ * CPU, build its own libevent base (a base must cross neither fork nor
+ * threads), say it is ready in its stats slot, accept on its own listening
+ * socket, refresh its Date cache every second, and once its stop
+ * descriptor is readable stop accepting, let requests in flight finish,
+ * and return.  The stop descriptor is the process's signalfd for a worker
+ * process, and for a worker thread a pipe the main thread closes: only
+ * how workers start and are told to stop differs between the two modes.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 
 #include <event2/event.h>
@@ -29,6 +42,12 @@
 /* Connections taken per wake-up: enough to drain a burst, few enough that
  * one worker does not starve its own clients while accepting. */
 #define PD_ACCEPT_BATCH 16
+
+/* The signal that stopped the process, for the workers' log lines: a
+ * worker process reads it from its signalfd itself, a worker thread finds
+ * it here, stored by the main thread before it closed the stop pipe; 0
+ * when a failed sibling stopped them instead. */
+static int pd_stop_signal;
 
 void pd_worker_conn_gone(pd_worker_t *w)
 {
@@ -88,17 +107,26 @@ static void pd_worker_on_date(evutil_socket_t fd, short what, void *arg)
     pd_http_date_update(time(NULL));
 }
 
-/* libevent's own handler only records the signal and wakes the loop; the
- * work happens here, in the loop. */
-static void pd_worker_on_stop(evutil_socket_t sig, short what, void *arg)
+/* The stop descriptor is readable: a worker process's signalfd, from which
+ * it takes the signal, or a worker thread's stop pipe, at end of file for
+ * good once the main thread has closed it (so the read takes nothing and
+ * every thread sees it).  Either stays readable: the event fires once. */
+static void pd_worker_on_stop(evutil_socket_t fd, short what, void *arg)
 {
     pd_worker_t *w = arg;
+    struct signalfd_siginfo si;
+    int sig;
 
-    if (w->stopping)
-        return;
+    if (read((int)fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+        __atomic_store_n(&pd_stop_signal, (int)si.ssi_signo, __ATOMIC_RELEASE);
+    sig = __atomic_load_n(&pd_stop_signal, __ATOMIC_ACQUIRE);
     w->stopping = true;
-    pd_log(PD_LOG_DEBUG, 0, "worker %d: signal %d, finishing %d connections",
-           w->index, (int)sig, w->nconns);
+    if (sig > 0)
+        pd_log(PD_LOG_DEBUG, 0, "worker %d: signal %d, finishing %d connections", w->index,
+               sig, w->nconns);
+    else
+        pd_log(PD_LOG_DEBUG, 0, "worker %d: its process stops, finishing %d connections",
+               w->index, w->nconns);
     event_del(w->accept_ev);
     event_del(w->resume_ev);
     close(w->lfd);
@@ -107,70 +135,50 @@ static void pd_worker_on_stop(evutil_socket_t sig, short what, void *arg)
     pd_worker_conn_gone(w);
 }
 
-/* What the worker does before it builds its loop; the parts that fail
- * return PD_ERROR (the worker then exits 1), the others are logged. */
-static int pd_worker_start(int index, const int *lfds, int nlfds, int cpu, pid_t master)
+/* Pin the calling thread -- with -w the whole process -- to w->cpu. */
+static void pd_worker_pin(const pd_worker_t *w)
 {
-    struct sigaction dfl;
+    cpu_set_t set;
 
-    if (pd_alloc_attach() != PD_OK)
-        return PD_ERROR;
-
-    /* The master's flag handlers mean nothing here; the signals stay
-     * blocked until the worker's loop can take them. */
-    memset(&dfl, 0, sizeof(dfl));
-    dfl.sa_handler = SIG_DFL;
-    sigaction(SIGTERM, &dfl, NULL);
-    sigaction(SIGINT, &dfl, NULL);
-    sigaction(SIGCHLD, &dfl, NULL);
-
-    /* Do not outlive a master killed with SIGKILL; one already gone before
-     * the death signal was asked for would never send it. */
-    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != master)
-        return PD_ERROR;
-
-    if (cpu >= 0) {
-        cpu_set_t set;
-
-        CPU_ZERO(&set);
-        CPU_SET(cpu, &set);
-        if (sched_setaffinity(0, sizeof(set), &set) != 0)
-            pd_log(PD_LOG_WARN, errno, "worker %d: sched_setaffinity(CPU %d) failed", index, cpu);
-        else
-            pd_log(PD_LOG_DEBUG, 0, "worker %d pinned to CPU %d", index, cpu);
-    }
-    for (int k = 0; k < nlfds; k++)
-        if (k != index)
-            close(lfds[k]);
-    return PD_OK;
+    if (w->cpu < 0)
+        return;
+    CPU_ZERO(&set);
+    CPU_SET(w->cpu, &set);
+    if (sched_setaffinity(0, sizeof(set), &set) != 0)
+        pd_log(PD_LOG_WARN, errno, "worker %d: sched_setaffinity(CPU %d) failed", w->index,
+               w->cpu);
+    else
+        pd_log(PD_LOG_DEBUG, 0, "worker %d pinned to CPU %d", w->index, w->cpu);
 }
 
-int pd_worker_run(const pd_config_t *cfg, int index, const int *lfds, int nlfds, int cpu,
-                  pid_t master)
+/* Worker `index` in the calling thread, from its set-up to its end: serve
+ * on lfd until stop_fd is readable and its connections are done.  The
+ * state lives on this thread's stack, as a worker process's does on its
+ * only one.  Returns 0 when it stopped as asked, 1 when it could not get
+ * going or its loop failed (logged). */
+static int pd_worker_loop(const pd_config_t *cfg, int index, int lfd, int cpu, int stop_fd)
 {
     pd_worker_t w;
-    sigset_t set;
     struct timeval second = {1, 0};
-    int lfd = lfds[index];
     int rc = 1;
 
-    if (pd_worker_start(index, lfds, nlfds, cpu, master) != PD_OK)
-        return 1;
     memset(&w, 0, sizeof(w));
     w.cfg = cfg;
     w.index = index;
     w.pid = getpid();
+    w.tid = gettid();
     w.lfd = lfd;
+    w.cpu = cpu;
+    w.stop_fd = stop_fd;
     w.stats = pd_stats_slot(index);
-
-    /* The parser's own limit must never be the one that fires first. */
-    http_parser_set_max_header_size((uint32_t)cfg->max_header * 2);
+    pd_worker_pin(&w);
+    /* The Date cache is the thread's own: each worker's timer refreshes it. */
     pd_http_date_update(time(NULL));
 
     w.base = event_base_new();
     if (w.base == NULL) {
         pd_log(PD_LOG_ERROR, 0, "worker %d: event_base_new() failed", index);
-        return 1;
+        goto fail;
     }
     if (cfg->request_region && (w.region = pd_region_create(cfg->region_block)) == NULL) {
         pd_log(PD_LOG_ERROR, ENOMEM, "worker %d: cannot create its request region", index);
@@ -179,27 +187,18 @@ int pd_worker_run(const pd_config_t *cfg, int index, const int *lfds, int nlfds,
     w.accept_ev = event_new(w.base, lfd, EV_READ | EV_PERSIST, pd_worker_on_accept, &w);
     w.resume_ev = evtimer_new(w.base, pd_worker_on_resume, &w);
     w.date_ev = event_new(w.base, -1, EV_PERSIST, pd_worker_on_date, &w);
-    w.sigterm_ev = evsignal_new(w.base, SIGTERM, pd_worker_on_stop, &w);
-    w.sigint_ev = evsignal_new(w.base, SIGINT, pd_worker_on_stop, &w);
-    if (w.accept_ev == NULL || w.resume_ev == NULL || w.date_ev == NULL ||
-        w.sigterm_ev == NULL || w.sigint_ev == NULL ||
-        event_add(w.sigterm_ev, NULL) != 0 || event_add(w.sigint_ev, NULL) != 0 ||
-        event_add(w.date_ev, &second) != 0 || event_add(w.accept_ev, NULL) != 0) {
+    w.stop_ev = event_new(w.base, stop_fd, EV_READ, pd_worker_on_stop, &w);
+    if (w.accept_ev == NULL || w.resume_ev == NULL || w.date_ev == NULL || w.stop_ev == NULL ||
+        event_add(w.stop_ev, NULL) != 0 || event_add(w.date_ev, &second) != 0 ||
+        event_add(w.accept_ev, NULL) != 0) {
         pd_log(PD_LOG_ERROR, 0, "worker %d: cannot set up its events", index);
         goto fail;
     }
 
-    /* The master forked us with these blocked; the handlers are in place. */
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGCHLD);
-    sigprocmask(SIG_UNBLOCK, &set, NULL);
-
     /* Ready: publishing the pid tells the master that this worker got
      * going, so a death from here on is replaced at once instead of
      * counting toward its crash-loop back-off. */
-    pd_stats_begin(index, w.pid);
+    pd_stats_begin(index, w.pid, w.tid);
     if (event_base_dispatch(w.base) < 0) {
         pd_log(PD_LOG_ERROR, 0, "worker %d: event loop failed", index);
         goto fail;
@@ -214,13 +213,208 @@ fail:
         event_free(w.resume_ev);
     if (w.date_ev != NULL)
         event_free(w.date_ev);
-    if (w.sigterm_ev != NULL)
-        event_free(w.sigterm_ev);
-    if (w.sigint_ev != NULL)
-        event_free(w.sigint_ev);
-    event_base_free(w.base);
+    if (w.stop_ev != NULL)
+        event_free(w.stop_ev);
+    if (w.base != NULL)     /* NULL would mean libevent's global base */
+        event_base_free(w.base);
     pd_region_destroy(w.region);
     if (w.lfd >= 0)
         close(w.lfd);
+    return rc;
+}
+
+/* The CPU worker `index` is pinned to, -1 for none. */
+static int pd_worker_cpu(const int *cpus, int ncpus, int index)
+{
+    return ncpus > 0 ? cpus[index % ncpus] : -1;
+}
+
+/* ======================================================================== */
+/* --threads: a worker per thread                                            */
+/* ======================================================================== */
+
+/* What a worker thread is given, and the status it leaves. */
+typedef struct pd_thread_s {
+    pthread_t th;
+    const pd_config_t *cfg;
+    int index;
+    int lfd;
+    int cpu;
+    int stop_fd;                /* the stop pipe's read end */
+    int done_fd;                /* eventfd: 1 added when the worker ends */
+    int rc;                     /* pd_worker_loop's; read after the join */
+} pd_thread_t;
+
+static void *pd_worker_thread(void *arg)
+{
+    pd_thread_t *t = arg;
+    uint64_t one = 1;
+
+    t->rc = pd_worker_loop(t->cfg, t->index, t->lfd, t->cpu, t->stop_fd);
+    if (write(t->done_fd, &one, sizeof(one)) != (ssize_t)sizeof(one))
+        pd_log(PD_LOG_ERROR, errno, "worker %d: cannot tell its process that it ended",
+               t->index);
+    return NULL;
+}
+
+/* Tell every worker thread to stop, once: close the stop pipe's write end
+ * (*wfd, then -1), which leaves its read end at end of file for good. */
+static void pd_worker_stop_threads(int *wfd, int sig)
+{
+    if (*wfd < 0)
+        return;
+    __atomic_store_n(&pd_stop_signal, sig, __ATOMIC_RELEASE);
+    close(*wfd);
+    *wfd = -1;
+}
+
+/* The main thread of a --threads process: start a thread per worker
+ * (first to first + n - 1), then wait in poll() on the process's signalfd
+ * and on an eventfd the workers count their ends on.  A signal is passed
+ * on to all workers through the stop pipe.  A worker that ends unasked
+ * (it could not get going, or its loop failed) stops the others the same
+ * way and the process exits 1: a worker thread's failure is its
+ * process's, as a crash is -- a thread killed by a signal takes the whole
+ * process with it -- and the master restarts the process with all its
+ * threads.  Returns the process exit status. */
+static int pd_worker_threads(const pd_config_t *cfg, int first, int n, const int *lfds,
+                             const int *cpus, int ncpus, int sfd)
+{
+    pd_thread_t *t = calloc((size_t)n, sizeof(*t));
+    int stop[2] = {-1, -1};
+    int done = eventfd(0, EFD_CLOEXEC);
+    int started = 0, ended = 0, rc = 1;
+
+    if (t == NULL || done < 0 || pipe2(stop, O_CLOEXEC) != 0) {
+        pd_log(PD_LOG_ERROR, t == NULL ? ENOMEM : errno,
+               "worker process: cannot set up its %d threads", n);
+        goto fail;
+    }
+    rc = 0;
+    for (; started < n; started++) {
+        pd_thread_t *x = &t[started];
+        int err;
+
+        x->cfg = cfg;
+        x->index = first + started;
+        x->lfd = lfds[x->index];
+        x->cpu = pd_worker_cpu(cpus, ncpus, x->index);
+        x->stop_fd = stop[0];
+        x->done_fd = done;
+        err = pthread_create(&x->th, NULL, pd_worker_thread, x);
+        if (err != 0) {
+            pd_log(PD_LOG_ERROR, err, "worker %d: pthread_create() failed", x->index);
+            pd_worker_stop_threads(&stop[1], 0);
+            rc = 1;
+            break;
+        }
+    }
+    while (ended < started) {
+        struct pollfd p[2] = {{sfd, POLLIN, 0}, {done, POLLIN, 0}};
+        struct signalfd_siginfo si;
+        uint64_t k;
+
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            /* Nothing left to wait with: stop, and let the joins wait. */
+            pd_log(PD_LOG_ERROR, errno, "worker process: poll() failed");
+            pd_worker_stop_threads(&stop[1], 0);
+            rc = 1;
+            break;
+        }
+        if ((p[0].revents & POLLIN) && read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si) &&
+            stop[1] >= 0) {
+            pd_log(PD_LOG_DEBUG, 0, "worker process: signal %d, stopping %d worker threads",
+                   (int)si.ssi_signo, started - ended);
+            pd_worker_stop_threads(&stop[1], (int)si.ssi_signo);
+        }
+        if ((p[1].revents & POLLIN) && read(done, &k, sizeof(k)) == (ssize_t)sizeof(k)) {
+            ended += (int)k;
+            if (stop[1] >= 0) {
+                pd_log(PD_LOG_ERROR, 0, "worker process: a worker thread ended unasked; "
+                       "stopping the other %d", started - ended);
+                pd_worker_stop_threads(&stop[1], 0);
+                rc = 1;
+            }
+        }
+    }
+    for (int k = 0; k < started; k++) {
+        pthread_join(t[k].th, NULL);
+        if (t[k].rc != 0)
+            rc = 1;
+    }
+fail:
+    for (int k = 0; k < 2; k++)
+        if (stop[k] >= 0)
+            close(stop[k]);
+    if (done >= 0)
+        close(done);
+    free(t);
+    return rc;
+}
+
+/* ======================================================================== */
+/* The worker process                                                        */
+/* ======================================================================== */
+
+/* What the process does before its workers run, for workers first to
+ * first + n - 1; the parts that fail return PD_ERROR (the process then
+ * exits 1), the others are logged. */
+static int pd_worker_start(int first, int n, const int *lfds, int nlfds, pid_t master)
+{
+    struct sigaction dfl;
+
+    if (pd_alloc_attach() != PD_OK)
+        return PD_ERROR;
+
+    /* The master's flag handlers mean nothing here; the signals stay
+     * blocked, to be read from a signalfd. */
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGTERM, &dfl, NULL);
+    sigaction(SIGINT, &dfl, NULL);
+    sigaction(SIGCHLD, &dfl, NULL);
+
+    /* Do not outlive a master killed with SIGKILL; one already gone before
+     * the death signal was asked for would never send it. */
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != master)
+        return PD_ERROR;
+
+    for (int k = 0; k < nlfds; k++)
+        if (k < first || k >= first + n)
+            close(lfds[k]);
+    return PD_OK;
+}
+
+int pd_worker_run(const pd_config_t *cfg, int proc, const int *lfds, int nlfds,
+                  const int *cpus, int ncpus, pid_t master)
+{
+    int n = pd_config_threads(cfg);
+    int first = proc * n;
+    sigset_t stop;
+    int sfd, rc;
+
+    if (pd_worker_start(first, n, lfds, nlfds, master) != PD_OK)
+        return 1;
+    /* The parser's own limit must never be the one that fires first.  It
+     * is the process's: set before any worker runs. */
+    http_parser_set_max_header_size((uint32_t)cfg->max_header * 2);
+
+    /* SIGTERM and SIGINT stay blocked in every thread, so that they wait
+     * for the process as a whole and are read here. */
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    sfd = signalfd(-1, &stop, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (sfd < 0) {
+        pd_log(PD_LOG_ERROR, errno, "worker process %d: signalfd() failed", proc);
+        return 1;
+    }
+    if (cfg->threads == 0)
+        rc = pd_worker_loop(cfg, first, lfds[first], pd_worker_cpu(cpus, ncpus, first), sfd);
+    else
+        rc = pd_worker_threads(cfg, first, n, lfds, cpus, ncpus, sfd);
+    close(sfd);
     return rc;
 }

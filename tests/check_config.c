@@ -27,6 +27,9 @@ START_TEST(test_defaults)
 
     ck_assert_int_eq(parse(1, argv), PD_CONFIG_RUN);
     ck_assert_int_eq(cfg.workers, cpus > 256 ? 256 : cpus);
+    ck_assert_int_eq(cfg.threads, 0);
+    ck_assert_int_eq(pd_config_threads(&cfg), 1);
+    ck_assert_int_eq(pd_config_nworkers(&cfg), cfg.workers);
     ck_assert_int_eq(cfg.port, 8080);
     ck_assert_str_eq(cfg.bind, "127.0.0.1");
     ck_assert_int_eq(cfg.addr.ss_family, AF_INET);
@@ -113,6 +116,30 @@ START_TEST(test_region_options)
     /* Long options may be abbreviated while unambiguous. */
     ck_assert_int_eq(parse(2, ARGV("--request")), PD_CONFIG_RUN);
     ck_assert(cfg.request_region);
+}
+END_TEST
+
+/* --threads N: one worker process of N threads, whatever -w defaulted to;
+ * an explicit -w may only say 1. */
+START_TEST(test_thread_options)
+{
+    ck_assert_int_eq(parse(3, ARGV("--threads", "4")), PD_CONFIG_RUN);
+    ck_assert_int_eq(cfg.threads, 4);
+    ck_assert_int_eq(cfg.workers, 1);
+    ck_assert_int_eq(pd_config_threads(&cfg), 4);
+    ck_assert_int_eq(pd_config_nworkers(&cfg), 4);
+    ck_assert_int_eq(parse(3, ARGV("--threads=256", "-w1")), PD_CONFIG_RUN);
+    ck_assert_int_eq(cfg.threads, 256);
+    ck_assert_int_eq(pd_config_nworkers(&cfg), 256);
+    ck_assert_int_eq(parse(4, ARGV("-w", "1", "--threads=1")), PD_CONFIG_RUN);
+    ck_assert_int_eq(cfg.threads, 1);
+    ck_assert_int_eq(pd_config_nworkers(&cfg), 1);
+    /* The last -w counts, as for every repeated option. */
+    ck_assert_int_eq(parse(6, ARGV("-w", "3", "-w", "1", "--threads=2")), PD_CONFIG_RUN);
+    ck_assert_int_eq(pd_config_nworkers(&cfg), 2);
+    ck_assert_int_eq(parse(3, ARGV("-w", "4")), PD_CONFIG_RUN);
+    ck_assert_int_eq(cfg.threads, 0);
+    ck_assert_int_eq(pd_config_nworkers(&cfg), 4);
 }
 END_TEST
 
@@ -222,6 +249,12 @@ static const struct {
     {{"--region-block"}, "--region-block"},
     {{"--re"}, "--re"},
     {{"-v", "extra"}, "extra"},
+    {{"--threads", "0"}, "--threads"},
+    {{"--threads", "257"}, "--threads"},
+    {{"--threads", "2x"}, "--threads"},
+    {{"--threads"}, "--threads"},
+    {{"-w2", "--threads=2"}, "-w 2"},
+    {{"--threads=4", "-w", "3"}, "-w 3"},
 };
 
 START_TEST(test_bad)
@@ -262,6 +295,7 @@ Suite *make_config_suite(void)
     tcase_add_test(tc, test_short_options);
     tcase_add_test(tc, test_long_options);
     tcase_add_test(tc, test_region_options);
+    tcase_add_test(tc, test_thread_options);
     tcase_add_test(tc, test_help_version);
     tcase_add_test(tc, test_sizes);
     tcase_add_test(tc, test_seconds);

@@ -1,5 +1,8 @@
 /* End-to-end tests: the real poold ($POOLD) with -w 2 on an ephemeral
- * loopback port, spoken to over raw sockets.  Each test starts its own
+ * loopback port, spoken to over raw sockets.  The HTTP, limits and process
+ * cases run twice, the second time with --threads in place of -w: the same
+ * workers as threads of one process must behave the same; the threads
+ * case adds what only threads have.  Each test starts its own
  * server (Check kills the test's process group afterwards, so a failing
  * test leaves nothing behind), reads the start-up line from its stderr for
  * the port and the worker pids, and bounds every wait by a deadline.
@@ -25,7 +28,11 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <linux/tcp.h>       /* tcp_info with tcpi_data_segs_in */
+#include <dirent.h>
+#include <sched.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "check_poold.h"
@@ -62,13 +69,23 @@ void test_sleep_ms(long ms)
 typedef struct srv_s {
     pid_t pid;
     int port;
-    int nworkers;
-    pid_t workers[8];
+    int nworkers;       /* workers: processes with -w, threads with --threads */
+    pid_t workers[8];   /* the pid of each worker's process */
+    int nprocs;         /* worker processes (1 with --threads) */
     char allocator[32];
     char log[64];       /* its stderr */
 } srv_t;
 
 static int nstarted;    /* servers this test started: each gets its own log */
+
+/* The mode srv_start starts servers in: -w N, or --threads N when the
+ * test case's checked fixture (threads_mode) set it. */
+static bool srv_threads;
+
+static void threads_mode(void)
+{
+    srv_threads = true;
+}
 
 static const char *poold_path(void)
 {
@@ -140,14 +157,16 @@ static int wait_exit(pid_t pid, long ms)
 
 static void srv_wait_ready(const srv_t *s);
 
-/* Start poold -w <workers> -p 0 plus the given options (NULL-terminated),
- * wait for its start-up line and then for every worker to be ready. */
+/* Start poold -w <workers> -p 0 (--threads <workers> in threads mode)
+ * plus the given options (NULL-terminated), wait for its start-up line and
+ * then for every worker to be ready. */
 static void srv_start(srv_t *s, const char *workers, ...)
 {
-    char *args[32] = {"-w", (char *)workers, "-p", "0"};
+    char *args[32] = {srv_threads ? "--threads" : "-w", (char *)workers, "-p", "0"};
     int argc = 4;
     const char *line;
     const char *p;
+    pid_t procs[8];
     va_list ap;
     long end;
 
@@ -173,18 +192,29 @@ static void srv_start(srv_t *s, const char *workers, ...)
     ck_assert_int_eq(sscanf(p, "allocator=%31s", s->allocator), 1);
     p = strstr(line, "workers=");
     ck_assert_ptr_nonnull(p);
-    ck_assert_int_eq(sscanf(p, "workers=%d", &s->nworkers), 1);
-    ck_assert_int_le(s->nworkers, 8);
+    ck_assert_int_eq(sscanf(p, "workers=%d", &s->nprocs), 1);
+    ck_assert_int_le(s->nprocs, 8);
+    /* threads=N is there in threads mode only: N workers in one process. */
+    p = strstr(line, " threads=");
+    ck_assert_msg((p != NULL) == srv_threads, "start-up line: %s", line);
+    s->nworkers = s->nprocs;
+    if (p != NULL) {
+        ck_assert_int_eq(sscanf(p, " threads=%d", &s->nworkers), 1);
+        ck_assert_int_eq(s->nprocs, 1);
+        ck_assert_int_le(s->nworkers, 8);
+    }
     p = strstr(line, "pids=");
     ck_assert_ptr_nonnull(p);
     p += 5;
-    for (int i = 0; i < s->nworkers; i++) {
+    for (int i = 0; i < s->nprocs; i++) {
         int pid;
 
         ck_assert_int_eq(sscanf(p, "%d", &pid), 1);
-        s->workers[i] = pid;
-        p = strchr(p, i + 1 < s->nworkers ? ',' : ' ') + 1;
+        procs[i] = pid;
+        p = strchr(p, i + 1 < s->nprocs ? ',' : ' ') + 1;
     }
+    for (int i = 0; i < s->nworkers; i++)
+        s->workers[i] = procs[i * s->nprocs / s->nworkers];
     p = strstr(line, "listen=127.0.0.1:");
     ck_assert_ptr_nonnull(p);
     ck_assert_int_eq(sscanf(p, "listen=127.0.0.1:%d", &s->port), 1);
@@ -383,13 +413,30 @@ static bool has_header(const resp_t *r, const char *line)
     return strcasestr(r->head, want) != NULL;
 }
 
-/* The worker pid a "/" response names. */
-static int root_pid(const resp_t *r)
+/* A number a "/" response names: "worker", "pid" or "tid". */
+static int root_field(const resp_t *r, const char *name)
 {
-    const char *p = strstr(r->body, "\"pid\":");
+    char key[32];
+    const char *p;
 
-    ck_assert_ptr_nonnull(p);
-    return atoi(p + 6);
+    snprintf(key, sizeof(key), "\"%s\":", name);
+    p = strstr(r->body, key);
+    ck_assert_msg(p != NULL, "no %s in %s", key, r->body);
+    return atoi(p + strlen(key));
+}
+
+/* Wait until the server has logged want; returns where it ends in the log
+ * (srv_log's buffer, valid until its next call). */
+static const char *srv_wait_log(const srv_t *s, const char *want)
+{
+    long end = test_now_ms() + REPLY_MS;
+    const char *log, *p;
+
+    while ((p = strstr(log = srv_log(s), want)) == NULL) {
+        ck_assert_msg(test_now_ms() < end, "no '%s' in: %s", want, log);
+        test_sleep_ms(2);
+    }
+    return p + strlen(want);
 }
 
 /* ======================================================================== */
@@ -516,7 +563,7 @@ START_TEST(test_routes)
     ck_assert(has_header(&r, "Content-Type: application/json"));
     snprintf(want, sizeof(want), "{\"allocator\":\"%s\",\"worker\":", s.allocator);
     ck_assert_msg(strncmp(r.body, want, strlen(want)) == 0, "%s", r.body);
-    ck_assert(root_pid(&r) == s.workers[0] || root_pid(&r) == s.workers[1]);
+    ck_assert(root_field(&r, "pid") == s.workers[0] || root_field(&r, "pid") == s.workers[1]);
     ck_assert_ptr_nonnull(strstr(r.head, "\r\nDate: "));
     ck_assert_ptr_nonnull(strstr(r.head, " GMT\r\n"));
 
@@ -1267,7 +1314,6 @@ START_TEST(test_kill_worker)
     long t0;
     pid_t victim, fresh = 0;
     char want[128];
-    const char *log;
 
     srv_start(&s, "2", NULL);
     victim = s.workers[0];
@@ -1279,7 +1325,7 @@ START_TEST(test_kill_worker)
         get(&s, "GET / HTTP/1.1\r\nHost: t\r\n\r\n", &r);
         ck_assert_int_eq(r.status, 200);
         if (strstr(r.body, "\"worker\":0,") != NULL) {
-            fresh = root_pid(&r);
+            fresh = root_field(&r, "pid");
             break;
         }
         test_sleep_ms(10);
@@ -1291,10 +1337,7 @@ START_TEST(test_kill_worker)
      * may answer first. */
     snprintf(want, sizeof(want), "worker 0 (pid %d) killed by signal 9; replaced by pid %d",
              (int)victim, (int)fresh);
-    while ((log = srv_log(&s), strstr(log, want)) == NULL) {
-        ck_assert_msg(test_now_ms() - t0 < REPLY_MS, "no '%s' in: %s", want, log);
-        test_sleep_ms(2);
-    }
+    srv_wait_log(&s, want);
     /* /stats shows the new pid in slot 0. */
     get(&s, "GET /stats HTTP/1.1\r\nHost: t\r\n\r\n", &r);
     snprintf(want, sizeof(want), "{\"index\":0,\"pid\":%d,", (int)fresh);
@@ -1361,18 +1404,14 @@ START_TEST(test_sigterm_in_flight)
      * one, which the worker must hold when the signal comes. */
     cl_sends(c, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
     cl_response(c, &r, false, REPLY_MS);
-    ck_assert_ptr_nonnull(strstr(r.body, "\"worker\":"));
-    worker = atoi(strstr(r.body, "\"worker\":") + 9);
+    worker = root_field(&r, "worker");
     seen_start(&s, &t);
     trickle(&s, &t, c, half, sizeof(half) - 1, sizeof(half), 0);
     t0 = test_now_ms();
     ck_assert_int_eq(kill(s.pid, SIGTERM), 0);
     /* The rest only once that worker is stopping. */
     snprintf(want, sizeof(want), "worker %d: signal 15, finishing ", worker);
-    while (strstr(srv_log(&s), want) == NULL) {
-        ck_assert_msg(test_now_ms() - t0 < REPLY_MS, "no '%s' in: %s", want, srv_log(&s));
-        test_sleep_ms(2);
-    }
+    srv_wait_log(&s, want);
     cl_sends(c, "\r\n");
     cl_response(c, &r, false, REPLY_MS);
     ck_assert_int_eq(r.status, 200);
@@ -1443,6 +1482,245 @@ START_TEST(test_stats_counts)
 END_TEST
 
 /* ======================================================================== */
+/* Threads: one process, a worker per thread                                 */
+/* ======================================================================== */
+
+/* From /stats, the tid of each worker, all of which must be threads of
+ * process pid: distinct, alive, and none its main thread (which only
+ * waits).  Returns false while a slot does not name pid (a process being
+ * replaced, or one not ready yet). */
+static bool stats_tids(const srv_t *s, pid_t pid, pid_t *tids)
+{
+    resp_t r;
+
+    get(s, stats_req, &r);
+    for (int i = 0; i < s->nworkers; i++) {
+        char want[64], task[64];
+        const char *p;
+
+        snprintf(want, sizeof(want), "{\"index\":%d,\"pid\":%d,\"tid\":", i, (int)pid);
+        if ((p = strstr(r.body, want)) == NULL)
+            return false;
+        tids[i] = (pid_t)atoi(p + strlen(want));
+        ck_assert_int_ne(tids[i], pid);
+        for (int k = 0; k < i; k++)
+            ck_assert_int_ne(tids[k], tids[i]);
+        snprintf(task, sizeof(task), "/proc/%d/task/%d", (int)pid, (int)tids[i]);
+        ck_assert_msg(access(task, F_OK) == 0, "%s: no such thread", task);
+    }
+    return true;
+}
+
+/* --threads 4: one process whose four workers are four threads, each
+ * pinned to CPU i mod the CPUs the server may use; and connections reach
+ * every one of them: `/` answers from each worker, naming the process and
+ * that worker's own thread. */
+START_TEST(test_threads_serve)
+{
+    pid_t tids[4];
+    bool seen[4] = {false, false, false, false};
+    int cpus[CPU_SETSIZE], ncpus = 0, nseen = 0;
+    cpu_set_t mine;
+    srv_t s;
+    long end;
+
+    srv_start(&s, "4", NULL);
+    ck_assert_int_eq(s.nprocs, 1);
+    ck_assert_int_eq(s.nworkers, 4);
+    ck_assert(stats_tids(&s, s.workers[0], tids));
+    ck_assert_int_eq(sched_getaffinity(0, sizeof(mine), &mine), 0);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &mine))
+            cpus[ncpus++] = c;
+    for (int i = 0; i < 4; i++) {
+        cpu_set_t set;
+
+        ck_assert_int_eq(sched_getaffinity(tids[i], sizeof(set), &set), 0);
+        ck_assert_int_eq(CPU_COUNT(&set), 1);
+        ck_assert_msg(CPU_ISSET(cpus[i % ncpus], &set), "worker %d not on CPU %d", i,
+                      cpus[i % ncpus]);
+    }
+    end = test_now_ms() + REPLY_MS;
+    while (nseen < 4) {
+        resp_t r;
+        int w;
+
+        get(&s, "GET / HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+        ck_assert_int_eq(r.status, 200);
+        w = root_field(&r, "worker");
+        ck_assert(w >= 0 && w < 4);
+        ck_assert_int_eq(root_field(&r, "pid"), s.workers[0]);
+        ck_assert_int_eq(root_field(&r, "tid"), tids[w]);
+        nseen += !seen[w];
+        seen[w] = true;
+        ck_assert_msg(test_now_ms() < end, "%d of 4 workers answered in %d ms", nseen, REPLY_MS);
+    }
+    srv_stop(&s);
+}
+END_TEST
+
+/* A worker thread that dies of a signal takes its process with it (no
+ * thread of a worker process dies alone), and the master replaces the
+ * process with all its threads. */
+START_TEST(test_thread_death_takes_process)
+{
+    pid_t tids[3], fresh_tids[3], victim, fresh;
+    char want[128];
+    srv_t s;
+    long end;
+
+    srv_start(&s, "3", NULL);
+    victim = s.workers[0];
+    ck_assert(stats_tids(&s, victim, tids));
+    /* SIGUSR1: the default action ends the process, and dumps no core. */
+    ck_assert_int_eq(syscall(SYS_tgkill, victim, tids[1], SIGUSR1), 0);
+    snprintf(want, sizeof(want), "worker 0 (pid %d) killed by signal %d; replaced by pid ",
+             (int)victim, SIGUSR1);
+    fresh = (pid_t)atoi(srv_wait_log(&s, want));
+    ck_assert_int_gt(fresh, 0);
+    ck_assert_int_ne(fresh, victim);
+    end = test_now_ms() + REPLY_MS;
+    while (!stats_tids(&s, fresh, fresh_tids)) {
+        ck_assert_msg(test_now_ms() < end, "pid %d's 3 workers not ready in %d ms", (int)fresh,
+                      REPLY_MS);
+        test_sleep_ms(10);
+    }
+    for (int i = 0; i < 3; i++) {
+        char task[64];
+
+        snprintf(task, sizeof(task), "/proc/%d/task/%d", (int)victim, (int)tids[i]);
+        ck_assert_msg(access(task, F_OK) != 0, "%s outlived its process", task);
+    }
+    srv_stop(&s);
+}
+END_TEST
+
+/* SIGTERM reaches every worker thread: each answers the request it holds
+ * with "Connection: close" and ends, and so do its process (status 0) and
+ * the master. */
+START_TEST(test_threads_stop_together)
+{
+    static const char half[] = "GET /plaintext HTTP/1.1\r\nHost: t\r\n";
+    cl_t *c[3] = {NULL, NULL, NULL};
+    srv_t s;
+    seen_t t;
+    resp_t r;
+    int status;
+    long end;
+
+    srv_start(&s, "3", "-v", NULL);
+    /* A connection held by each worker: keep those that reach one with
+     * none yet (the first response names the worker). */
+    end = test_now_ms() + REPLY_MS;
+    for (int held = 0; held < 3;) {
+        cl_t *x = cl_open(s.port);
+        int w;
+
+        cl_sends(x, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+        cl_response(x, &r, false, REPLY_MS);
+        w = root_field(&r, "worker");
+        ck_assert(w >= 0 && w < 3);
+        if (c[w] == NULL) {
+            c[w] = x;
+            held++;
+        } else {
+            cl_close(x);
+        }
+        ck_assert_msg(test_now_ms() < end, "%d of 3 workers reached in %d ms", held, REPLY_MS);
+    }
+    seen_start(&s, &t);
+    for (int i = 0; i < 3; i++)
+        trickle(&s, &t, c[i], half, sizeof(half) - 1, sizeof(half), 0);
+    ck_assert_int_eq(kill(s.pid, SIGTERM), 0);
+    for (int i = 0; i < 3; i++) {
+        char want[64];
+
+        snprintf(want, sizeof(want), "worker %d: signal 15, finishing ", i);
+        srv_wait_log(&s, want);
+    }
+    for (int i = 0; i < 3; i++) {
+        cl_sends(c[i], "\r\n");
+        cl_response(c[i], &r, false, REPLY_MS);
+        ck_assert_int_eq(r.status, 200);
+        ck_assert(has_header(&r, "Connection: close"));
+        ck_assert(cl_closed_within(c[i], REPLY_MS));
+        cl_close(c[i]);
+    }
+    status = wait_exit(s.pid, 5000);
+    ck_assert(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    ck_assert(kill(s.workers[0], 0) != 0);
+    ck_assert_ptr_nonnull(strstr(srv_log(&s), "exited with status 0"));
+    unlink(s.log);
+}
+END_TEST
+
+/* The pid /stats names for every worker once all are ready in one process
+ * (--threads), else 0.  Asked only while a worker can answer. */
+static pid_t stats_one_pid(const srv_t *s)
+{
+    const char *p;
+    resp_t r;
+    pid_t pid;
+
+    get(s, stats_req, &r);
+    p = strstr(r.body, "{\"index\":0,\"pid\":");
+    ck_assert_ptr_nonnull(p);
+    pid = (pid_t)atoi(p + 17);
+    for (int i = 1; i < s->nworkers && pid != 0; i++) {
+        char want[64];
+
+        snprintf(want, sizeof(want), "{\"index\":%d,\"pid\":%d,", i, (int)pid);
+        if (strstr(r.body, want) == NULL)
+            pid = 0;
+    }
+    return pid;
+}
+
+/* A worker thread that cannot get going -- no descriptor left for its
+ * event base, which libevent answers with exit(1) -- ends its process
+ * before the process is ready, and such deaths back off as a worker
+ * process's do (100 ms, then 200 ms); with descriptors back, the process
+ * restarts with all its threads.  The limit leaves the process the four
+ * descriptors of its own (signalfd, stop pipe, eventfd) beyond those the
+ * master has open, which it inherits. */
+START_TEST(test_thread_failure_backs_off)
+{
+    struct rlimit saved, low;
+    pid_t fresh, tids[2];
+    struct dirent *e;
+    char fds[64];
+    srv_t s;
+    DIR *d;
+    long end;
+    int open_fds = 0;
+
+    srv_start(&s, "2", NULL);
+    snprintf(fds, sizeof(fds), "/proc/%d/fd", (int)s.pid);
+    ck_assert_ptr_nonnull(d = opendir(fds));
+    while ((e = readdir(d)) != NULL)
+        open_fds += e->d_name[0] != '.';
+    closedir(d);
+    ck_assert_int_eq(prlimit(s.pid, RLIMIT_NOFILE, NULL, &saved), 0);
+    low = saved;
+    low.rlim_cur = (rlim_t)open_fds + 4;
+    ck_assert_int_eq(prlimit(s.pid, RLIMIT_NOFILE, &low, NULL), 0);
+    ck_assert_int_eq(kill(s.workers[0], SIGKILL), 0);
+    /* No worker answers now: the log is all there is to read. */
+    srv_wait_log(&s, " before it was ready; restarting in 100 ms");
+    srv_wait_log(&s, " before it was ready; restarting in 200 ms");
+    ck_assert_int_eq(prlimit(s.pid, RLIMIT_NOFILE, &saved, NULL), 0);
+    end = test_now_ms() + REPLY_MS;
+    while ((fresh = stats_one_pid(&s)) == 0) {
+        ck_assert_msg(test_now_ms() < end, "no process with 2 ready workers in %d ms", REPLY_MS);
+        test_sleep_ms(10);
+    }
+    ck_assert_int_ne(fresh, s.workers[0]);
+    ck_assert(stats_tids(&s, fresh, tids));
+    srv_stop(&s);
+}
+END_TEST
+
+/* ======================================================================== */
 /* Command line                                                              */
 /* ======================================================================== */
 
@@ -1479,7 +1757,8 @@ static const char *const bad_args[][3] = {
     {"-w", "0"}, {"-p", "70000"}, {"--bogus"}, {"-w", "12x"}, {"-w"},
     {"--max-body", "-1"}, {"--heap-size", "99999999999999999999G"},
     {"--header-timeout", "0"}, {"-b", "not-an-address"}, {"stray"},
-    {"--body-timeout", "0"}, {"--body-min-rate", "2G"},
+    {"--body-timeout", "0"}, {"--body-min-rate", "2G"}, {"--threads", "0"},
+    {"-w", "2", "--threads=2"},
 };
 
 START_TEST(test_cli_bad)
@@ -1509,6 +1788,7 @@ START_TEST(test_cli_help_version)
     ck_assert_ptr_nonnull(strstr(out, "usage: poold"));
     ck_assert_ptr_nonnull(strstr(out, "--shutdown-timeout"));
     ck_assert_ptr_nonnull(strstr(out, "--request-region"));
+    ck_assert_ptr_nonnull(strstr(out, "--threads"));
     ck_assert_str_eq(err, "");
     status = run((char *[]){"--version", NULL}, out, err, sizeof(out));
     ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -1544,46 +1824,55 @@ START_TEST(test_bind_failure)
 }
 END_TEST
 
+#define NTESTS(a) (sizeof(a) / sizeof(a[0]))
+
+/* A case of n tests; threads: its servers run with --threads. */
+static void add_case(Suite *s, const char *name, const TTest *const *tests, size_t n,
+                     bool threads)
+{
+    TCase *tc = tcase_create(name);
+
+    tcase_set_timeout(tc, 30);
+    if (threads)
+        tcase_add_checked_fixture(tc, threads_mode, NULL);
+    for (size_t i = 0; i < n; i++)
+        tcase_add_test(tc, tests[i]);
+    suite_add_tcase(s, tc);
+}
+
 Suite *make_e2e_suite(void)
 {
+    /* The cases that run in both modes: a worker is a worker, process or
+     * thread. */
+    const TTest *const http[] = {
+        test_routes, test_heavy_region, test_head_and_405, test_pipelined,
+        test_byte_at_a_time, test_keep_alive, test_expect_continue,
+    };
+    const TTest *const limits[] = {
+        test_malformed, test_limits, test_not_http, test_slowloris, test_slow_body,
+        test_idle_timeout, test_idle_default, test_slow_reader, test_max_conns,
+    };
+    const TTest *const procs[] = {
+        test_kill_worker, test_ready_worker_replaced_at_once, test_sigterm_in_flight,
+        test_sigint_and_straggler, test_stats_counts,
+    };
+    const TTest *const threads[] = {
+        test_threads_serve, test_thread_death_takes_process, test_threads_stop_together,
+        test_thread_failure_backs_off,
+    };
     Suite *s = suite_create("e2e");
-    TCase *http = tcase_create("http");
-    TCase *limits = tcase_create("limits");
-    TCase *procs = tcase_create("processes");
     TCase *cli = tcase_create("cli");
 
-    tcase_set_timeout(http, 30);
-    tcase_add_test(http, test_routes);
-    tcase_add_test(http, test_heavy_region);
-    tcase_add_test(http, test_head_and_405);
-    tcase_add_test(http, test_pipelined);
-    tcase_add_test(http, test_byte_at_a_time);
-    tcase_add_test(http, test_keep_alive);
-    tcase_add_test(http, test_expect_continue);
-    suite_add_tcase(s, http);
-
-    tcase_set_timeout(limits, 30);
-    tcase_add_test(limits, test_malformed);
-    tcase_add_test(limits, test_limits);
-    tcase_add_test(limits, test_not_http);
-    tcase_add_test(limits, test_slowloris);
-    tcase_add_test(limits, test_slow_body);
-    tcase_add_test(limits, test_idle_timeout);
-    tcase_add_test(limits, test_idle_default);
-    tcase_add_test(limits, test_slow_reader);
-    tcase_add_test(limits, test_max_conns);
-    suite_add_tcase(s, limits);
-
-    tcase_set_timeout(procs, 30);
-    tcase_add_test(procs, test_kill_worker);
-    tcase_add_test(procs, test_ready_worker_replaced_at_once);
-    tcase_add_test(procs, test_sigterm_in_flight);
-    tcase_add_test(procs, test_sigint_and_straggler);
-    tcase_add_test(procs, test_stats_counts);
-    suite_add_tcase(s, procs);
+    add_case(s, "http", http, NTESTS(http), false);
+    add_case(s, "limits", limits, NTESTS(limits), false);
+    add_case(s, "processes", procs, NTESTS(procs), false);
+    add_case(s, "http-threads", http, NTESTS(http), true);
+    add_case(s, "limits-threads", limits, NTESTS(limits), true);
+    add_case(s, "processes-threads", procs, NTESTS(procs), true);
+    add_case(s, "threads", threads, NTESTS(threads), true);
 
     tcase_set_timeout(cli, 30);
-    tcase_add_loop_test(cli, test_cli_bad, 0, (int)(sizeof(bad_args) / sizeof(bad_args[0])));
+    tcase_add_loop_test(cli, test_cli_bad, 0, (int)NTESTS(bad_args));
     tcase_add_test(cli, test_cli_help_version);
     tcase_add_test(cli, test_bind_failure);
     suite_add_tcase(s, cli);

@@ -68,7 +68,8 @@ void free(void *p)
 }
 
 static const pd_limits_t lim = {65536, 1 << 20};
-static const pd_route_ctx_t ctx = {3, 4242, true, NULL};
+static const pd_route_ctx_t ctx = {.worker_index = 3, .pid = 4242, .tid = 4243,
+                                   .keep_alive = true};
 static pd_request_t req;
 static http_parser parser;
 static char resp[70000];
@@ -116,7 +117,7 @@ START_TEST(test_root)
     char want[128];
 
     ck_assert_int_eq(dispatch("GET / HTTP/1.1\r\nHost: a\r\n\r\n"), 200);
-    snprintf(want, sizeof(want), "{\"allocator\":\"%s\",\"worker\":3,\"pid\":4242}",
+    snprintf(want, sizeof(want), "{\"allocator\":\"%s\",\"worker\":3,\"pid\":4242,\"tid\":4243}",
              pd_alloc_name());
     ck_assert_str_eq(body(), want);
     ck_assert_int_eq(content_length(), (long)strlen(want));
@@ -183,14 +184,15 @@ END_TEST
 START_TEST(test_stats)
 {
     ck_assert_int_eq(pd_stats_create(2), PD_OK);
-    pd_stats_begin(0, 111);
-    pd_stats_begin(1, 222);
+    pd_stats_begin(0, 111, 111);
+    pd_stats_begin(1, 222, 223);
     pd_stat_add(&pd_stats_slot(1)->xrequests, 5);
     pd_stat_add(&pd_stats_slot(1)->xbytes_in, 7);
     ck_assert_int_eq(dispatch("GET /stats HTTP/1.1\r\nHost: a\r\n\r\n"), 200);
-    ck_assert_ptr_nonnull(strstr(body(), "{\"workers\":[{\"index\":0,\"pid\":111,\"requests\":0,"
-                                         "\"connections\":0,\"bytes_in\":0,\"bytes_out\":0},"
-                                         "{\"index\":1,\"pid\":222,\"requests\":5,"
+    ck_assert_ptr_nonnull(strstr(body(), "{\"workers\":[{\"index\":0,\"pid\":111,\"tid\":111,"
+                                         "\"requests\":0,\"connections\":0,\"bytes_in\":0,"
+                                         "\"bytes_out\":0},"
+                                         "{\"index\":1,\"pid\":222,\"tid\":223,\"requests\":5,"
                                          "\"connections\":0,\"bytes_in\":7,\"bytes_out\":0}],"
                                          "\"allocator\":{"));
     ck_assert_int_eq(content_length(), (long)strlen(body()));
@@ -199,7 +201,7 @@ START_TEST(test_stats)
                   body() + strlen(body()) - 25, "%s", body());
     pd_stats_end(1);
     ck_assert_int_eq(dispatch("GET /stats HTTP/1.1\r\nHost: a\r\n\r\n"), 200);
-    ck_assert_ptr_nonnull(strstr(body(), "{\"index\":1,\"pid\":0,"));
+    ck_assert_ptr_nonnull(strstr(body(), "{\"index\":1,\"pid\":0,\"tid\":0,"));
     {
         pd_route_ctx_t rctx = ctx;
 

@@ -12,6 +12,9 @@ bench/ab is the command line; what it runs lives here, one concern a module:
                the allocator or the region
   passes.py    the timed pass with its fixed counts, the callgrind pass,
                the stats pass
+  ladder.py    the contention ladder: N workers as processes against N as
+               threads, thread-cache sizes, mutex against spin builds; its
+               arms and cells, run by the passes above
   footprint.py the whole server's PSS: after each cell, and over time in
                the skewed-burst pass
   meta.py      machine.json and settings.json: what ran, where, how

@@ -7,7 +7,8 @@ those four -- the allocator is a variant or a preload, request regions a
 flag -- so a new dimension (a spin-lock variant, `--threads N` against
 `-w N`, a thread-cache size in the environment) is new arms, not new
 harness code.  An arm's flags come after the harness's own, and poold takes
-the last of a repeated option, so an arm may set its own `-w`.
+the last of a repeated option, so an arm may set its own `-w` (the ladder's
+thread arms say `-w 1 --threads N`).
 """
 
 import dataclasses
@@ -20,7 +21,13 @@ VARIANTS = {
     "A": ["--enable-pool"],
     "B": [],
     "S": ["--enable-pool", "--enable-pool-stats"],
+    # The contention ladder's spin-lock builds: timed, and for its stats pass.
+    "A-spin": ["--enable-pool", "--enable-pool-lock=spin"],
+    "S-spin": ["--enable-pool", "--enable-pool-stats", "--enable-pool-lock=spin"],
 }
+
+# The stats build of each pool variant: the same pool with its counters.
+STATS_VARIANT = {"A": "S", "A-spin": "S-spin"}
 
 # --request-region changes nothing but /heavy: the other routes allocate no
 # objects of their own per request, so the region arms run only there.
@@ -39,6 +46,13 @@ class Arm:
         """This arm with more flags and environment, under another name."""
         return dataclasses.replace(self, name=name, flags=self.flags + tuple(flags),
                                    env=self.env + tuple(env))
+
+    @property
+    def threads(self):
+        """N of the arm's --threads N, or None: its workers are processes."""
+        f = self.flags
+        given = [f[i + 1] for i in range(len(f) - 1) if f[i] == "--threads"]
+        return int(given[-1]) if given else None     # poold takes the last
 
     @property
     def region(self):

@@ -33,12 +33,13 @@ def region_code(fn):
     return fn["file"].endswith("src/region.c") or fn["function"].startswith("pd_region_")
 
 
-def ir_split(fn_rows):
-    """Per (workload, arm): instructions per request in the allocator and
-    in the region's out-of-line code."""
+def ir_split(fn_rows, key=lambda r: (r["workload"], r["arm"])):
+    """Per cell and arm (key of a row, by default (workload, arm)):
+    instructions per request in the allocator and in the region's
+    out-of-line code."""
     alloc_ir, region_ir = {}, {}
     for r in fn_rows:
-        k = (r["workload"], r["arm"])
+        k = key(r)
         if allocator_code(r):
             alloc_ir[k] = alloc_ir.get(k, 0.0) + float(r["ir_per_req"])
         elif region_code(r):

@@ -2,9 +2,9 @@
 
 A cell is one workload at one concurrency with the arms that run in it: all
 started cold side by side, measured interleaved run by run.  `key` is the
-cell's coordinates, the columns that name it in every CSV row it produces;
-a new dimension of the ladder is a new coordinate here and a new column
-there.
+cell's coordinates, the columns that name it in every CSV row it produces:
+the contention ladder's cells (ladder.py) add the number of workers, which
+its arms start as processes or as threads.
 """
 
 import dataclasses
@@ -37,19 +37,38 @@ class Cell:
     workload: str
     conc: int
     arms: tuple                 # arms.Resolved, in the cell's base order
+    workers: int = None         # ladder cells: the N their arms start
 
     @property
     def key(self):
-        return dict(workload=self.workload, conc=self.conc)
+        key = dict(workload=self.workload, conc=self.conc)
+        if self.workers is not None:
+            key["workers"] = self.workers
+        return key
 
     def __str__(self):
-        return f"{self.workload} c={self.conc}"
+        return f"{self.workload} c={self.conc}" + (
+            f" N={self.workers}" if self.workers is not None else "")
+
+
+def fields(cells, rest):
+    """A CSV's columns: the cells' coordinates, then the pass's own."""
+    return list(cells[0].key) + rest if cells else rest
+
+
+def cell_arms(arms, workload):
+    """The arms (arms.Resolved) that have something to measure on a
+    workload."""
+    return tuple(x for x in arms.values() if x.arm.runs_on(workload))
 
 
 def timed_cells(a, arms):
     """The timed pass's cells: every workload at every concurrency, with the
     arms that have something to measure on it."""
-    for workload in a.workloads:
-        cell_arms = tuple(x for x in arms.values() if x.arm.runs_on(workload))
-        for conc in a.conc:
-            yield Cell(workload, conc, cell_arms)
+    return [Cell(workload, conc, cell_arms(arms, workload))
+            for workload in a.workloads for conc in a.conc]
+
+
+def ir_cells(a, arms):
+    """The callgrind pass's cells: every workload at --ir-conc."""
+    return [Cell(workload, a.ir_conc, cell_arms(arms, workload)) for workload in a.workloads]

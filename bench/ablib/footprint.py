@@ -49,7 +49,7 @@ BASELINE_S = 2.0
 ROLLUP_KEYS = {"Pss": "pss_kb", "Pss_Anon": "pss_anon_kb", "Pss_Shmem": "pss_shmem_kb",
                "Pss_File": "pss_file_kb", "LazyFree": "lazyfree_kb"}
 PSS_FIELDS = list(ROLLUP_KEYS.values())
-MEMORY_FIELDS = ["workload", "conc", "arm", "procs"] + PSS_FIELDS
+MEMORY_FIELDS = ["arm", "procs"] + PSS_FIELDS     # after the cell's coordinates
 FOOTPRINT_FIELDS = ["arm", "sample", "t_s", "phase", "worker", "proc", "pid"] + PSS_FIELDS
 BURST_FIELDS = ["arm", "workers", "scale", "requests", "conns", "period_s", "settle_s",
                 "trickle_rps", "sample_s", "arena_used_kb", "arena_returned_kb"]

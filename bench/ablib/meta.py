@@ -6,6 +6,7 @@ import platform
 import socket
 import sys
 
+from . import ladder
 from .cells import cpu_requests
 from .common import TOP, run
 
@@ -59,6 +60,7 @@ def settings(a, arms, missing, started, finished):
         "burst": {"workers": a.burst_workers, "scale": a.burst_scale,
                   "requests": a.burst_requests, "period_s": a.burst_period,
                   "settle_s": a.burst_settle, "trickle_rps": a.burst_trickle},
+        "ladder": None if "ladder" in a.skip else ladder.settings(a),
         "budget_min": a.budget, "skip": a.skip,
         "started": started, "finished": finished,
         "command": "bench/ab " + " ".join(sys.argv[1:]),

@@ -1,7 +1,10 @@
 """The passes: timed cells with their fixed counts (CPU time and faults per
 request), instructions per request under callgrind, and the stats build's
 allocator counters.  Each writes its CSV after every cell, so an
-interrupted run keeps what it measured."""
+interrupted run keeps what it measured.  Each runs over the cells it is
+given and writes its files under a prefix: the A/B's cells with none, the
+contention ladder's (ladder.py) with "ladder-"; a CSV's first columns are
+its cells' coordinates (cells.fields)."""
 
 import os
 import shutil
@@ -9,23 +12,24 @@ import tempfile
 
 from .arms import Arm, Resolved, binary, region_stats
 from .callgrind import callgrind_functions, callgrind_total, ir_split
-from .cells import cpu_requests, timed_cells
+from .cells import cpu_requests, fields
 from .common import AbError, log, write_csv
 from .footprint import MEMORY_FIELDS, memory_row
 from .servers import Server, busy_share, cpu_jiffies, nreq, wrk
 
-RUN_FIELDS = ["workload", "conc", "arm", "run", "rps", "requests", "p50_us", "p99_us",
+# Each file's own columns, after its cells' coordinates.
+RUN_FIELDS = ["arm", "run", "rps", "requests", "p50_us", "p99_us",
               "p999_us", "mean_us", "non2xx", "socket_errors", "status", "valid",
               "cpu_us_per_req", "server_busy", "client_busy"]
-CPU_FIELDS = ["workload", "conc", "arm", "sample", "requests", "served", "cpu_ticks",
+CPU_FIELDS = ["arm", "sample", "requests", "served", "cpu_ticks",
               "cpu_us_per_req", "sched_us_per_req", "minflt", "minflt_per_req"]
-IR_FIELDS = ["workload", "arm", "conc", "n1", "n2", "ir1", "ir2", "ir_per_req"]
-FN_FIELDS = ["workload", "arm", "function", "file", "object", "ir_per_req"]
-STATS_FIELDS = ["workload", "conc", "requests", "allocs", "allocs_per_req", "tcache_hit_rate",
+IR_FIELDS = ["arm", "n1", "n2", "ir1", "ir2", "ir_per_req"]
+FN_FIELDS = ["arm", "function", "file", "object", "ir_per_req"]
+STATS_FIELDS = ["requests", "allocs", "allocs_per_req", "tcache_hit_rate",
                 "central_fetches", "central_fetches_per_kreq", "lock_acquired", "lock_contended",
                 "lock_wait_ns", "pageheap_allocs", "pageheap_contended", "big_allocs",
                 "minflt", "minflt_per_req"]
-CLASS_FIELDS = ["workload", "conc", "class", "size", "allocs", "allocs_per_req",
+CLASS_FIELDS = ["class", "size", "allocs", "allocs_per_req",
                 "tcache_hits", "tcache_misses", "central_fetches", "central_fetched",
                 "central_releases", "spans_in", "acquired", "contended", "wait_ns"]
 
@@ -40,27 +44,33 @@ def rotated(servers, k):
     return items[shift:] + items[:shift]
 
 
-def timed_pass(a, arms, nreq_bin, tmpdir, out):
+def tag(cell, arm):
+    """A server's name in its log file: the cell's coordinates and the arm
+    (whose name may hold a slash)."""
+    return "-".join(str(v) for v in cell.key.values()) + "-" + arm.replace("/", "_")
+
+
+def timed_pass(a, cells, nreq_bin, tmpdir, out, warmup, duration, prefix=""):
     """Every cell: all arms cold, warm-up, runs interleaved (the order
     rotated each round), then the fixed counts likewise, then each arm's
     footprint."""
     runs, cpus, memory = [], [], []
     tick_us = 1e6 / os.sysconf("SC_CLK_TCK")
-    for cell in timed_cells(a, arms):
+    for cell in cells:
         workload, conc = cell.workload, cell.conc
-        log(f"cell {cell}: {len(cell.arms)} arms, warm-up {a.warmup} s, "
-            f"{a.runs} x {a.duration} s")
+        log(f"cell {cell}: {len(cell.arms)} arms, warm-up {warmup} s, "
+            f"{a.runs} x {duration} s")
         servers = {}
         try:
             for arm in cell.arms:
-                servers[arm.name] = Server(a, arm, tmpdir, f"{workload}-{conc}-{arm.name}")
+                servers[arm.name] = Server(a, arm, tmpdir, tag(cell, arm.name))
             for arm, s in servers.items():
-                wrk(a, s, workload, conc, a.warmup)
+                wrk(a, s, workload, conc, warmup)
             for k in range(1, a.runs + 1):
                 for arm, s in rotated(servers, k):
                     t0, _, _ = s.proc_sample()
                     sj0, cj0 = cpu_jiffies(a.server_cpus), cpu_jiffies(a.client_cpus)
-                    r = wrk(a, s, workload, conc, a.duration)
+                    r = wrk(a, s, workload, conc, duration)
                     sj1, cj1 = cpu_jiffies(a.server_cpus), cpu_jiffies(a.client_cpus)
                     t1, _, _ = s.proc_sample()
                     r.update(cell.key, arm=arm, run=k,
@@ -91,29 +101,30 @@ def timed_pass(a, arms, nreq_bin, tmpdir, out):
         finally:
             for s in servers.values():
                 s.stop()
-        write_csv(os.path.join(out, "runs.csv"), runs, RUN_FIELDS)
-        write_csv(os.path.join(out, "cpu.csv"), cpus, CPU_FIELDS)
-        write_csv(os.path.join(out, "memory.csv"), memory, MEMORY_FIELDS)
+        write_csv(os.path.join(out, prefix + "runs.csv"), runs, fields(cells, RUN_FIELDS))
+        write_csv(os.path.join(out, prefix + "cpu.csv"), cpus, fields(cells, CPU_FIELDS))
+        write_csv(os.path.join(out, prefix + "memory.csv"), memory,
+                  fields(cells, MEMORY_FIELDS))
 
 
-def ir_pass(a, arms, nreq_bin, tmpdir, out):
-    """Instructions per request of the worker, per arm and workload (pipelined
-    requests arrive in batches of the workload's depth, as in the timed runs)."""
-    if shutil.which("valgrind") is None:
-        raise AbError("valgrind not found (Debian package valgrind)")
+def ir_pass(a, cells, nreq_bin, tmpdir, out, requests, prefix=""):
+    """Instructions per request of the workers, per arm and cell, at
+    requests = (N1, N2) over the cell's connections (pipelined requests
+    arrive in batches of the workload's depth, as in the timed runs).  A
+    worker process's callgrind file holds all its threads: the sum over
+    the worker processes is every worker's, threads or processes."""
     rows, fn_rows = [], []
-    n1, n2 = a.ir_requests
-    for workload in a.workloads:
-        for arm in arms.values():
-            if not arm.arm.runs_on(workload):
-                continue
+    n1, n2 = requests
+    for cell in cells:
+        workload = cell.workload
+        for arm in cell.arms:
             irs, fns = [], []
             for n in (n1, n2):
                 cgdir = tempfile.mkdtemp(dir=tmpdir)
-                s = Server(a, arm, tmpdir, f"ir-{workload}-{arm.name}-{n}",
+                s = Server(a, arm, tmpdir, f"ir-{tag(cell, arm.name)}-{n}",
                            valgrind_out=os.path.join(cgdir, "callgrind.out.%p"))
                 try:
-                    nreq(a, s, workload, a.ir_conc, n, nreq_bin)
+                    nreq(a, s, workload, cell.conc, n, nreq_bin)
                 finally:
                     s.stop()
                 files = [os.path.join(cgdir, f"callgrind.out.{pid}") for pid in s.pids]
@@ -126,19 +137,21 @@ def ir_pass(a, arms, nreq_bin, tmpdir, out):
                 shutil.rmtree(cgdir)
             # The same difference that gives the total, per function: what
             # each costs per request, start-up cancelled.
+            arm_rows = []
             for key in sorted(set(fns[0]) | set(fns[1])):
                 d = (fns[1].get(key, 0) - fns[0].get(key, 0)) / (n2 - n1)
                 if abs(d) >= 0.5:
-                    fn_rows.append(dict(workload=workload, arm=arm.name, file=key[0],
-                                        function=key[1], object=key[2], ir_per_req=f"{d:.1f}"))
-            rows.append(dict(workload=workload, arm=arm.name, conc=a.ir_conc, n1=n1, n2=n2,
-                             ir1=irs[0], ir2=irs[1],
+                    arm_rows.append(dict(cell.key, arm=arm.name, file=key[0], function=key[1],
+                                         object=key[2], ir_per_req=f"{d:.1f}"))
+            fn_rows += arm_rows
+            rows.append(dict(cell.key, arm=arm.name, n1=n1, n2=n2, ir1=irs[0], ir2=irs[1],
                              ir_per_req=f"{(irs[1] - irs[0]) / (n2 - n1):.1f}"))
-            alloc_ir = ir_split(fn_rows)[0].get((workload, arm.name), 0.0)
-            log(f"instructions per request {workload} {arm.name}: {rows[-1]['ir_per_req']} "
+            alloc_ir = sum(ir_split(arm_rows)[0].values())
+            log(f"instructions per request {cell} {arm.name}: {rows[-1]['ir_per_req']} "
                 f"({alloc_ir:.1f} in the allocator)")
-            write_csv(os.path.join(out, "ir.csv"), rows, IR_FIELDS)
-            write_csv(os.path.join(out, "ir-functions.csv"), fn_rows, FN_FIELDS)
+            write_csv(os.path.join(out, prefix + "ir.csv"), rows, fields(cells, IR_FIELDS))
+            write_csv(os.path.join(out, prefix + "ir-functions.csv"), fn_rows,
+                      fields(cells, FN_FIELDS))
 
 
 def class_counters(st):
@@ -180,64 +193,69 @@ STATS_ARM = Arm("S", "S")
 
 
 def stats_plan(a):
-    """(row name, workload, arm) of the stats pass: the S build on every
-    workload, and /heavy once more with --request-region ("heavy+region")
-    when a region arm runs, to count what the region still takes from the
-    pool."""
+    """(row's coordinates, workload, arm) of the stats pass: the S build on
+    every workload and concurrency, and /heavy once more with
+    --request-region ("heavy+region") when a region arm runs, to count what
+    the region still takes from the pool."""
     s = Resolved(STATS_ARM, binary(a, "S"))
     plan = [(w, w, s) for w in a.workloads]
     if region_stats(a):
         region = STATS_ARM.derive("S+region", ["--request-region"])
         plan.append(("heavy+region", "heavy", Resolved(region, s.binary)))
-    return plan
+    return [(dict(workload=name, conc=conc), route, arm) for name, route, arm in plan
+            for conc in a.conc]
 
 
-def stats_pass(a, nreq_bin, tmpdir, out):
-    """The S build, never timed: allocator counters per workload and
-    concurrency (stats_plan)."""
+def stats_pass(a, plan, nreq_bin, tmpdir, out, requests, prefix=""):
+    """A stats build, never timed: allocator counters over `requests`
+    requests per item of the plan, (row's coordinates with its conc,
+    workload, arms.Resolved)."""
     rows, class_rows = [], []
-    for workload, route, arm in stats_plan(a):
-        for conc in a.conc:
-            s = Server(a, arm, tmpdir, f"stats-{workload}-{conc}")
-            try:
-                # Warm the caches first so the counters describe steady state.
-                nreq(a, s, route, conc, max(1000, a.stats_requests // 10), nreq_bin)
-                s0 = s.stats()
-                s1 = s.stats()
-                _, _, f0 = s.proc_sample()
-                nreq(a, s, route, conc, a.stats_requests, nreq_bin)
-                _, _, f1 = s.proc_sample()
-                s2 = s.stats()
-            finally:
-                s.stop()
-            if not s2["allocator"].get("stats"):
-                raise AbError("the S build reports no per-class counters "
-                              "(is it configured with --enable-pool-stats?)")
-            classes, glob = counter_delta(s0, s1, s2)
-            n = a.stats_requests
-            allocs = sum(c["allocs"] for c in classes.values()) + glob["big_allocs"]
-            hits = sum(c["tcache_hits"] for c in classes.values())
-            small = sum(c["allocs"] for c in classes.values())
-            fetches = sum(c["central_fetches"] for c in classes.values())
-            rows.append(dict(
-                workload=workload, conc=conc, requests=n, allocs=allocs,
-                allocs_per_req=f"{allocs / n:.2f}",
-                tcache_hit_rate=f"{hits / small:.5f}" if small else "",
-                central_fetches=fetches,
-                central_fetches_per_kreq=f"{fetches * 1000 / n:.3f}",
-                lock_acquired=sum(c["acquired"] for c in classes.values()),
-                lock_contended=sum(c["contended"] for c in classes.values()),
-                lock_wait_ns=sum(c["wait_ns"] for c in classes.values()),
-                pageheap_allocs=glob["pageheap_allocs"],
-                pageheap_contended=glob["pageheap_contended"], big_allocs=glob["big_allocs"],
-                minflt=f1 - f0, minflt_per_req=f"{(f1 - f0) / n:.5f}"))
-            for cls in sorted(classes):
-                c = classes[cls]
-                if c["allocs"] == 0 and c["central_fetches"] == 0 and c["acquired"] == 0:
-                    continue
-                class_rows.append(dict(c, workload=workload, conc=conc, **{"class": cls},
-                                       allocs_per_req=f"{c['allocs'] / n:.3f}"))
-            log(f"stats {workload} c={conc}: {rows[-1]['allocs_per_req']} allocations/request, "
-                f"{fetches} central fetches, {rows[-1]['lock_contended']} contended")
-            write_csv(os.path.join(out, "stats.csv"), rows, STATS_FIELDS)
-            write_csv(os.path.join(out, "classes.csv"), class_rows, CLASS_FIELDS)
+    for key, route, arm in plan:
+        conc = key["conc"]
+        name = "-".join(str(v) for v in key.values()).replace("/", "_")
+        s = Server(a, arm, tmpdir, f"stats-{name}")
+        try:
+            # Warm the caches first so the counters describe steady state.
+            nreq(a, s, route, conc, max(1000, requests // 10), nreq_bin)
+            s0 = s.stats()
+            s1 = s.stats()
+            _, _, f0 = s.proc_sample()
+            nreq(a, s, route, conc, requests, nreq_bin)
+            _, _, f1 = s.proc_sample()
+            s2 = s.stats()
+        finally:
+            s.stop()
+        if not s2["allocator"].get("stats"):
+            raise AbError("the S build reports no per-class counters "
+                          "(is it configured with --enable-pool-stats?)")
+        classes, glob = counter_delta(s0, s1, s2)
+        n = requests
+        allocs = sum(c["allocs"] for c in classes.values()) + glob["big_allocs"]
+        hits = sum(c["tcache_hits"] for c in classes.values())
+        small = sum(c["allocs"] for c in classes.values())
+        fetches = sum(c["central_fetches"] for c in classes.values())
+        rows.append(dict(
+            key, requests=n, allocs=allocs,
+            allocs_per_req=f"{allocs / n:.2f}",
+            tcache_hit_rate=f"{hits / small:.5f}" if small else "",
+            central_fetches=fetches,
+            central_fetches_per_kreq=f"{fetches * 1000 / n:.3f}",
+            lock_acquired=sum(c["acquired"] for c in classes.values()),
+            lock_contended=sum(c["contended"] for c in classes.values()),
+            lock_wait_ns=sum(c["wait_ns"] for c in classes.values()),
+            pageheap_allocs=glob["pageheap_allocs"],
+            pageheap_contended=glob["pageheap_contended"], big_allocs=glob["big_allocs"],
+            minflt=f1 - f0, minflt_per_req=f"{(f1 - f0) / n:.5f}"))
+        for cls in sorted(classes):
+            c = classes[cls]
+            if c["allocs"] == 0 and c["central_fetches"] == 0 and c["acquired"] == 0:
+                continue
+            class_rows.append(dict(c, **key, **{"class": cls},
+                                   allocs_per_req=f"{c['allocs'] / n:.3f}"))
+        log(f"stats {' '.join(str(v) for v in key.values())}: {rows[-1]['allocs_per_req']} "
+            f"allocations/request, {fetches} central fetches, {rows[-1]['lock_contended']} "
+            "contended")
+        write_csv(os.path.join(out, prefix + "stats.csv"), rows, list(key) + STATS_FIELDS)
+        write_csv(os.path.join(out, prefix + "classes.csv"), class_rows,
+                  list(key) + CLASS_FIELDS)

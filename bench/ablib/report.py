@@ -46,12 +46,22 @@ def ms(us):
     return f"{us / 1000:.2f}" if us == us else "n/a"
 
 
-def cells_from_runs(runs):
+def by_conc(r):
+    """The A/B's cell of a row: (workload, conc, arm)."""
+    return r["workload"], int(r["conc"]), r["arm"]
+
+
+def by_workers(r):
+    """The ladder's cell of a row: (workload, workers, arm)."""
+    return r["workload"], int(r["workers"]), r["arm"]
+
+
+def cells_from_runs(runs, key=by_conc):
     """Median, CV, medians of the latency percentiles and of the CPUs' busy
-    shares per (workload, conc, arm)."""
+    shares per cell and arm (key)."""
     cells = {}
     for r in runs:
-        cells.setdefault((r["workload"], int(r["conc"]), r["arm"]), []).append(r)
+        cells.setdefault(key(r), []).append(r)
     out = {}
     for key, rs in cells.items():
         rps = [float(r["rps"]) for r in rs]
@@ -249,16 +259,144 @@ def memory_section(memory, footprint, burst, pngs):
     return L
 
 
-def cpu_medians(rows):
-    """One row per workload, concurrency and arm from cpu.csv's samples:
-    the median of each per-request figure, and the spread of the run time
-    (sched_lo, sched_hi).  A results directory from before the samples has
-    one row per arm, its own median."""
+def pair(p, t, fmt):
+    """Figures for processes and threads, "P / T"; n/a for a missing one."""
+    def one(x):
+        return fmt(x) if x is not None and x == x else "n/a"
+    return f"{one(p)} / {one(t)}"
+
+
+def per_req(row, field):
+    """A stats row's counter per request, or None without the row."""
+    return float(row[field]) / float(row["requests"]) if row else None
+
+
+def ladder_section(d, st):
+    """The contention ladder: per workload, N, lock and thread-cache size the
+    pool's N worker processes against its N worker threads (and glibc's),
+    figure by figure; then the size classes whose locks were contended."""
+    lad = st.get("ladder")
+    runs = read_csv(os.path.join(d, "ladder-runs.csv"))
+    stats = {by_workers(r): r for r in read_csv(os.path.join(d, "ladder-stats.csv"))}
+    if not lad or not (runs or stats):
+        return []
+    cells = cells_from_runs(runs, by_workers)
+    cpus = {by_workers(r): float(r["sched_us_per_req"])
+            for r in cpu_medians(read_csv(os.path.join(d, "ladder-cpu.csv")), by_workers)}
+    irs = {by_workers(r): float(r["ir_per_req"])
+           for r in read_csv(os.path.join(d, "ladder-ir.csv"))}
+    alloc_ir = ir_split(read_csv(os.path.join(d, "ladder-ir-functions.csv")), by_workers)[0]
+    configs = {}
+    for name, c in lad["arms"].items():
+        configs.setdefault((c["lock"], c["tcache"]), {})[c["mode"]] = name
+    found = {(w, n) for w, n, _ in list(cells) + list(stats)}
+    order = [(w, n) for w in st["workloads"] for n in lad["workers"] if (w, n) in found]
+    ncpu = len(st["server_cpus"])
+    L = ["## The contention ladder: processes against threads", "",
+         f"Each cell is one workload with N workers at {lad['conc']} connections; its arms "
+         "were started cold side by side and measured interleaved, as the A/B's are: "
+         "glibc's and the pool's N worker processes (`-w N`, P) against N worker threads of "
+         "one process (`--threads N`, T), for each central-lock build (the robust mutex; "
+         "the spinlock of `--enable-pool-lock=spin`) and each thread-cache size "
+         "(`SHMPOOL_TCACHE=bytes,batch`; `default` is the pool's own). "
+         f"The server had {ncpu} CPU{'s' if ncpu > 1 else ''} "
+         f"({','.join(map(str, st['server_cpus']))}): "
+         + ("every cell has more workers than server CPUs. " if all(n > ncpu for n in lad["workers"])
+            else f"N > {ncpu} has more workers than server CPUs. ")
+         + f"Per arm {lad['warmup_s']} s of warm-up and {st['runs']} timed runs of "
+         f"{lad['duration_s']} s (RPS and p99: medians); CPU µs/req is the scheduler's run "
+         "time of every thread of the worker processes over the fixed counts; Ir/req is "
+         f"callgrind's, summed over the worker processes, at N1, N2 = "
+         f"{', '.join(map(str, lad['ir_requests']))} (valgrind runs a process's threads one at "
+         "a time, and counts a spinlock's waiting but not a mutex's, which sleeps in the "
+         "kernel); hits, central locks, contended acquisitions and their wait come from the "
+         f"stats builds over {lad['stats_requests']} requests per arm. "
+         "\"÷ glibc\" is RPS against glibc's arm of the same mode.", ""]
+    rows = []
+    for w, n in order:
+        for (lock, tcache), modes in configs.items():
+            keys = [(w, n, modes.get(m)) for m in ("procs", "threads")]
+            got = [cells.get(k) for k in keys]
+            glibc = [cells.get((w, n, f"B/{m}")) for m in ("procs", "threads")]
+            sts = [stats.get(k) for k in keys]
+            rps = [x["rps"] if x else None for x in got]
+            cpu = [cpus.get(k) for k in keys]
+            hits = [float(x["tcache_hit_rate"]) * 100 if x and x["tcache_hit_rate"] else None
+                    for x in sts]
+            bad = [k[2] for k, x in zip(keys, got) if x and not x["valid"]]
+            rows.append([w, n, lock, tcache or "—",
+                         pair(*hits, lambda x: f"{x:.2f}%"),
+                         pair(*(per_req(x, "lock_acquired") for x in sts), lambda x: f"{x:.2f}"),
+                         pair(*(per_req(x, "lock_contended") for x in sts), lambda x: f"{x:.3f}"),
+                         pair(*(per_req(x, "lock_wait_ns") for x in sts), lambda x: f"{x:,.0f}"),
+                         pair(*(irs.get(k) for k in keys), lambda x: f"{x:,.0f}"),
+                         pair(*(alloc_ir.get(k, 0.0) if k in irs else None for k in keys),
+                              lambda x: f"{x:,.0f}"),
+                         pair(*cpu, lambda x: f"{x:.2f}"),
+                         f"{ratio(cpu[1], cpu[0]):.3f}" if None not in cpu else "n/a",
+                         pair(*rps, fnum),
+                         f"{ratio(rps[1], rps[0]):.3f}" if None not in rps else "n/a",
+                         pair(*(ratio(x, g["rps"]) if x is not None and g else None
+                                for x, g in zip(rps, glibc)), lambda x: f"{x:.3f}"),
+                         pair(*(x["p99"] if x else None for x in got), lambda x: ms(x)),
+                         ("**INVALID**: " + ", ".join(bad)) if bad else "yes"])
+    L += [md_table(["workload", "N", "lock", "tcache", "hits P / T", "central locks/req",
+                    "contended/req", "wait ns/req", "Ir/req", "of it allocator", "CPU µs/req",
+                    "CPU T ÷ P", "RPS P / T", "RPS T ÷ P", "÷ glibc", "p99 ms", "valid"], rows),
+          ""]
+    L += ladder_classes(d, lad, stats, configs, order)
+    return L
+
+
+def ladder_classes(d, lad, stats, configs, order):
+    """The ladder's size classes whose central lock was contended, per cell
+    and pool configuration: the TOP worst by the longer wait of P and T."""
+    top = 4
+    per = {}
+    for r in read_csv(os.path.join(d, "ladder-classes.csv")):
+        per.setdefault(by_workers(r), {})[r["class"]] = r
+    rows = []
+    for w, n in order:
+        for (lock, tcache), modes in configs.items():
+            keys = [(w, n, modes.get(m)) for m in ("procs", "threads")]
+            sts = [stats.get(k) for k in keys]
+            if not any(sts):
+                continue
+            cls = [per.get(k, {}) for k in keys]
+            hot = sorted((c for c in set(cls[0]) | set(cls[1])
+                          if any(int(x[c]["contended"]) for x in cls if c in x)),
+                         key=lambda c: -max(float(x[c]["wait_ns"]) for x in cls if c in x))
+            for c in hot[:top]:
+                xs = [x.get(c) for x in cls]
+                size = next(x["size"] for x in xs if x)
+                rows.append([w, n, lock, tcache, f"{c} ({size} B)",
+                             pair(*(float(x["acquired"]) / float(s["requests"]) if x and s
+                                    else None for x, s in zip(xs, sts)), lambda v: f"{v:.2f}"),
+                             pair(*(float(x["contended"]) / float(s["requests"]) if x and s
+                                    else None for x, s in zip(xs, sts)), lambda v: f"{v:.4f}"),
+                             pair(*(float(x["wait_ns"]) / float(s["requests"]) if x and s
+                                    else None for x, s in zip(xs, sts)), lambda v: f"{v:,.0f}"),
+                             pair(*(float(x["wait_ns"]) / int(x["contended"]) / 1000
+                                    if x and int(x["contended"]) else None for x in xs),
+                                  lambda v: f"{v:.1f}")])
+    if not rows:
+        return ["No size class's central lock was contended in the ladder's stats pass.", ""]
+    return [f"Size classes whose central lock was contended (the {top} with the longest wait "
+            "per configuration; all in `ladder-classes.csv`), per request, P / T:", "",
+            md_table(["workload", "N", "lock", "tcache", "class", "locks/req", "contended/req",
+                      "wait ns/req", "µs per contended"], rows), ""]
+
+
+def cpu_medians(rows, key=by_conc):
+    """One row per cell and arm (key) from cpu.csv's samples: the median of
+    each per-request figure, and the spread of the run time (sched_lo,
+    sched_hi).  A results directory from before the samples has one row per
+    arm, its own median."""
     groups = {}
     for r in rows:
-        groups.setdefault((r["workload"], r["conc"], r["arm"]), []).append(r)
+        groups.setdefault(key(r), []).append(r)
     out = []
-    for (w, c, arm), g in groups.items():
+    for g in groups.values():
         sched = [float(r["sched_us_per_req"]) for r in g]
         m = dict(g[0])
         for k in ("cpu_us_per_req", "sched_us_per_req", "minflt_per_req"):
@@ -471,6 +609,8 @@ def report(d):
                 L.append(f"![per-class {metric}]({png})")
         L.append("")
 
+    L += ladder_section(d, st)
+
     memory = read_csv(os.path.join(d, "memory.csv"))
     L += memory_section(memory, footprint, burst, pngs)
 
@@ -479,6 +619,8 @@ def report(d):
           "`ir.csv` and `ir-functions.csv` (callgrind), `stats.csv` and `classes.csv` (stats pass), "
           + ("`memory.csv` (footprint after each cell), " if memory else "")
           + ("`footprint.csv` and `burst.csv` (skewed burst), " if burst else "")
+          + ("`ladder-*.csv` (the contention ladder: the same files for its cells), "
+             if st.get("ladder") else "")
           + "`machine.json`, `settings.json`, `plot-*.dat` (plot data).", ""]
     with open(os.path.join(d, "report.md"), "w") as f:
         f.write("\n".join(L))

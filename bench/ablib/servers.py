@@ -12,8 +12,9 @@ import time
 from .cells import WORKLOADS
 from .common import HERE, AbError, run
 
-STARTED = re.compile(r"poold\[(\d+)\]: info: started allocator=(\S+) workers=(\d+) "
-                     r"pids=([\d,]+) listen=([\d.]+):(\d+)")
+STARTED = re.compile(r"poold\[(?P<master>\d+)\]: info: started allocator=(?P<allocator>\S+) "
+                     r"workers=\d+(?: threads=(?P<threads>\d+))? pids=(?P<pids>[\d,]+) "
+                     r"listen=[\d.]+:(?P<port>\d+)")
 
 
 class Server:
@@ -50,10 +51,19 @@ class Server:
             with open(self.errpath) as f:
                 tail = f.read().strip().splitlines()[-3:]
             raise AbError(f"poold ({tag}) did not start: {' | '.join(tail)}")
-        self.master = int(m.group(1))
-        self.allocator = m.group(2)
-        self.pids = [int(x) for x in m.group(4).split(",")]
-        self.port = int(m.group(6))
+        self.master = int(m.group("master"))
+        self.allocator = m.group("allocator")
+        self.pids = [int(x) for x in m.group("pids").split(",")]
+        self.port = int(m.group("port"))
+        # The arm must be what it claims: its workers threads or processes,
+        # its thread-cache setting taken (a rejected one is one line).
+        threads = m.group("threads") and int(m.group("threads"))
+        with open(self.errpath) as f:
+            rejected = [x for x in f.read().splitlines() if "SHMPOOL_TCACHE=" in x]
+        if threads != arm.arm.threads or rejected:
+            self.stop()
+            raise AbError(f"poold ({tag}) started with threads={threads} for "
+                          f"{arm.arm.threads}: {' '.join(rejected)}")
         if arm.preload:
             for pid in self.pids:
                 with open(f"/proc/{pid}/maps") as f:
@@ -108,16 +118,19 @@ class Server:
 
     def proc_sample(self):
         """utime+stime ticks, scheduler run time in ns and minor faults,
-        summed over the workers."""
+        summed over the worker processes and all their threads."""
         ticks = ns = minflt = 0
         for pid in self.pids:
+            # The process's stat counts all its threads; schedstat is a
+            # thread's own, so with --threads it is summed over the tasks.
             with open(f"/proc/{pid}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
             # Fields after "(comm)": state is 3, minflt 10, utime 14, stime 15.
             minflt += int(fields[10 - 3])
             ticks += int(fields[14 - 3]) + int(fields[15 - 3])
-            with open(f"/proc/{pid}/schedstat") as f:
-                ns += int(f.read().split()[0])
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                    ns += int(f.read().split()[0])
         return ticks, ns, minflt
 
 
