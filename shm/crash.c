@@ -33,12 +33,14 @@ const char *const pool_crash_points_[] = {
 
 static char crash_name[64];    /* empty: no named point armed */
 static unsigned long crash_at; /* die at this hit */
+/* The counters are shared by the threads of a process (poold --threads):
+ * each hit has one number, so the point fires exactly once. */
 static unsigned long crash_hits; /* of the named point */
 static bool crash_stop;        /* ":stop": stop (SIGSTOP) there instead, lock held */
 static bool crash_random;      /* "random:P": any point, with probability */
 static unsigned long random_hits; /* of any point, in random mode */
 static uint64_t crash_threshold; /* die when a draw is below it (P * 2^64) */
-static uint64_t crash_rng;     /* xorshift64* state */
+static uint64_t crash_seed;    /* random mode: hit n draws from hash(seed, n) */
 
 /* The innermost pool lock the calling thread holds, and how many. */
 static __thread unsigned held_depth __attribute__((tls_model("initial-exec")));
@@ -102,7 +104,7 @@ static bool config_random(const char *v)
     } else {
         seed = (unsigned long)pool_prim_getpid_() * 0x9e3779b97f4a7c15u ^ pool_prim_now_ns_();
     }
-    crash_rng = (uint64_t)seed | 1;
+    crash_seed = (uint64_t)seed;
     crash_random = true;
     return true;
 }
@@ -212,28 +214,38 @@ static void POOL_COLD fire(const char *name, const char *op, unsigned long hit)
         pool_prim_kill_self_();
 }
 
-/* Random mode: one draw per hit. */
-static bool draw(void)
+/* Random mode: whether hit n fires.  A hash of the hit's number, not a
+ * generator's state, so that threads drawing at once need share nothing
+ * but the counter (splitmix64's finaliser). */
+static bool draw(unsigned long n)
 {
-    crash_rng ^= crash_rng >> 12;
-    crash_rng ^= crash_rng << 25;
-    crash_rng ^= crash_rng >> 27;
-    return crash_rng * UINT64_C(2685821657736338717) < crash_threshold;
+    uint64_t z = crash_seed + (uint64_t)n * UINT64_C(0x9e3779b97f4a7c15);
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return (z ^ (z >> 31)) < crash_threshold;
+}
+
+static unsigned long count_hit(unsigned long *counter)
+{
+    return __atomic_add_fetch(counter, 1, __ATOMIC_RELAXED);
 }
 
 void pool_crash_point_(const char *name)
 {
-    if (crash_name[0] != '\0' && strcmp(name, crash_name) == 0 && ++crash_hits == crash_at)
-        fire(name, "", crash_hits);
-    if (crash_random && (++random_hits, draw()))
-        fire(name, "", random_hits);
+    unsigned long n;
+    if (crash_name[0] != '\0' && strcmp(name, crash_name) == 0 &&
+        (n = count_hit(&crash_hits)) == crash_at)
+        fire(name, "", n);
+    if (crash_random && draw(n = count_hit(&random_hits)))
+        fire(name, "", n);
 }
 
 void pool_crash_step_(uint32_t op)
 {
+    unsigned long n;
     if (strncmp(crash_name, "journal.", 8) == 0 &&
-        strcmp(crash_name + 8, pool_op_name_(op)) == 0 && ++crash_hits == crash_at)
-        fire("journal.", pool_op_name_(op), crash_hits);
-    if (crash_random && (++random_hits, draw()))
-        fire("journal.", pool_op_name_(op), random_hits);
+        strcmp(crash_name + 8, pool_op_name_(op)) == 0 && (n = count_hit(&crash_hits)) == crash_at)
+        fire("journal.", pool_op_name_(op), n);
+    if (crash_random && draw(n = count_hit(&random_hits)))
+        fire("journal.", pool_op_name_(op), n);
 }
