@@ -152,6 +152,11 @@ static bool check_spans(chk_t *c, class_tot_t *tot, uint64_t *free_spans)
         prev_free = s->state == POOL_SPAN_FREE ? s : NULL;
         p += s->npages;
     }
+    /* The next carve takes these pages as they are, and a big span does
+     * not write its class bytes. */
+    for (uint32_t p = ph->carved; p < a->npages; p++)
+        if (a->pm_class[p] != 0)
+            return fail(c, "page %u: not carved yet but page map class is %u", p, a->pm_class[p]);
     if (free_pages != ph->free_pages || returned != ph->returned_pages ||
         small != ph->small_pages || big != ph->big_pages)
         return fail(c, "page heap counters (free %lu, returned %lu, small %lu, big %lu) differ "

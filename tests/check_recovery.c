@@ -147,6 +147,59 @@ START_TEST(test_pageheap_death_inside_operation)
 }
 END_TEST
 
+/* A carve of a small-object span undone at each of its steps in turn:
+ * the class bytes it wrote past the pages it gave back must go too, or
+ * the big span carved there next is freed as a small object. */
+START_TEST(test_pageheap_undone_carve)
+{
+    pool_arena_t *a = &pool_arena_;
+    /* Above the largest class, so that malloc carves a big span. */
+    const size_t bytes = 2 * POOL_MAX_SMALL;
+    unsigned killed = 0;
+    for (unsigned step = 1; step < 64; step++) {
+        uint32_t carved = a->ph->carved;
+        pid_t pid = fork_attached();
+        if (pid == 0) {
+            char spec[40];
+            snprintf(spec, sizeof spec, "journal.page-alloc:%u", step);
+            setenv("SHMPOOL_CRASH", spec, 1);
+            pool_crash_config_();
+            pool_pageheap_alloc_(a, (uint32_t)(bytes >> POOL_PAGE_SHIFT), 1, 1,
+                                 pool_thread_tag());
+            _exit(2);
+        }
+        int st;
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 2)
+            break;
+        ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "step %u: status %#x", step,
+                      (unsigned)st);
+        killed++;
+        supervise(pid);
+        ck_assert_uint_eq(a->ph->carved, carved);
+        pool_test_assert_consistent();
+        /* The big span carved over the undone pages is freed, then kept
+         * (owned by nobody) so that the next step carves fresh pages. */
+        pid = fork_attached();
+        if (pid == 0) {
+            for (int keep = 0; keep < 2; keep++) {
+                void *big = pool_malloc(bytes);
+                if (pool_pagemap_page_(a, big) != carved)
+                    _exit(3);
+                if (keep)
+                    break;
+                pool_free(big);
+            }
+            pool_detach();
+            _exit(0);
+        }
+        pool_test_assert_exit0(pid, "the process that frees the big span");
+        pool_test_assert_consistent();
+    }
+    ck_assert_uint_ge(killed, 2);
+}
+END_TEST
+
 /* The next locker is an attached process doing its own work; the check
  * after it has nothing left open. */
 START_TEST(test_pageheap_recovered_by_next_locker)
@@ -265,6 +318,7 @@ Suite *make_recovery_points_suite(void)
     tcase_add_checked_fixture(tc, create_big, pool_test_destroy);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_pageheap_death_inside_operation);
+    tcase_add_test(tc, test_pageheap_undone_carve);
     tcase_add_loop_test(tc, test_class_death_inside_operation, 1, POOL_NCLASSES);
     suite_add_tcase(s, tc);
     return s;
