@@ -83,17 +83,26 @@ int pool_prim_map_shared_(size_t size, size_t align, pool_backing_t backing, voi
     return 0;
 }
 
-bool pool_prim_thp_shared_(void)
+/* The start of a small kernel file (/proc, /sys) into buf, NUL-terminated;
+ * false when it cannot be read or is empty. */
+static bool read_small_file(const char *path, char *buf, size_t cap)
 {
-    char buf[128];
-    int fd = open("/sys/kernel/mm/transparent_hugepage/shmem_enabled", O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return false;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
+    ssize_t n = read(fd, buf, cap - 1);
     close(fd);
     if (n <= 0)
         return false;
     buf[n] = '\0';
+    return true;
+}
+
+bool pool_prim_thp_shared_(void)
+{
+    char buf[128];
+    if (!read_small_file("/sys/kernel/mm/transparent_hugepage/shmem_enabled", buf, sizeof buf))
+        return false;
     /* The setting in force is the one in brackets; MADV_HUGEPAGE counts
      * under all but these two. */
     return strstr(buf, "[never]") == NULL && strstr(buf, "[deny]") == NULL;
@@ -212,14 +221,8 @@ int pool_prim_start_time_(int pid, uint64_t *out)
     while (n > 0)
         path[at++] = digits[--n];
     memcpy(path + at, "/stat", 6);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (!read_small_file(path, buf, sizeof buf))
         return ESRCH;
-    ssize_t len = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (len <= 0)
-        return ESRCH;
-    buf[len] = '\0';
     /* The name, in parentheses, may hold anything: count fields after
      * its last ')'.  starttime is the 20th of them (field 22). */
     const char *p = strrchr(buf, ')');
