@@ -230,22 +230,25 @@ static unsigned long count_hit(unsigned long *counter)
     return __atomic_add_fetch(counter, 1, __ATOMIC_RELAXED);
 }
 
-void pool_crash_point_(const char *name)
+/* One hit of the point name+op, `named` when it is SHMPOOL_CRASH's named
+ * point: that fires at its crash_at-th hit, random mode at any hit its
+ * draw picks. */
+static void hit(const char *name, const char *op, bool named)
 {
     unsigned long n;
-    if (crash_name[0] != '\0' && strcmp(name, crash_name) == 0 &&
-        (n = count_hit(&crash_hits)) == crash_at)
-        fire(name, "", n);
+    if (named && (n = count_hit(&crash_hits)) == crash_at)
+        fire(name, op, n);
     if (crash_random && draw(n = count_hit(&random_hits)))
-        fire(name, "", n);
+        fire(name, op, n);
+}
+
+void pool_crash_point_(const char *name)
+{
+    hit(name, "", crash_name[0] != '\0' && strcmp(name, crash_name) == 0);
 }
 
 void pool_crash_step_(uint32_t op)
 {
-    unsigned long n;
-    if (strncmp(crash_name, "journal.", 8) == 0 &&
-        strcmp(crash_name + 8, pool_op_name_(op)) == 0 && (n = count_hit(&crash_hits)) == crash_at)
-        fire("journal.", pool_op_name_(op), n);
-    if (crash_random && draw(n = count_hit(&random_hits)))
-        fire("journal.", pool_op_name_(op), n);
+    const char *o = pool_op_name_(op);
+    hit("journal.", o, strncmp(crash_name, "journal.", 8) == 0 && strcmp(crash_name + 8, o) == 0);
 }
