@@ -445,12 +445,12 @@ void pool_pageheap_free_locked_(pool_arena_t *a, uint32_t idx)
     ph->frees++;
     /* First: a lock-free reader must stop seeing a class here (a big
      * span's pages have none). */
-    if (s->state == POOL_SPAN_SMALL)
+    if (s->state == POOL_SPAN_SMALL) {
         pool_pagemap_set_class_(a, s->start, s->npages, 0);
-    if (s->state == POOL_SPAN_SMALL)
         POOL_JSET(j, ph->small_pages, ph->small_pages - s->npages);
-    else
+    } else {
         POOL_JSET(j, ph->big_pages, ph->big_pages - s->npages);
+    }
     POOL_CRASH_POINT("pageheap.free");
     span_set_free(a, idx, s->npages, 0, s->state == POOL_SPAN_BIG ? s->owner : POOL_NO_TAG);
     POOL_JSET(j, ph->free_pages, ph->free_pages + s->npages);
