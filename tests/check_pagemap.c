@@ -122,10 +122,9 @@ static long free_huge_pages(void)
     return n;
 }
 
-/* SHMPOOL_HUGEPAGES gives the arena what the system can give, and says on
- * one line when it cannot: each setting in a child of its own, whose
- * arena must then work. */
-static void arena_made_of(const char *setting, uint32_t want, bool says)
+/* Fork a child whose standard error goes to a pipe; in the parent, *rd is
+ * the pipe's read end. */
+static pid_t fork_to_pipe(int *rd)
 {
     int fds[2];
     ck_assert_int_eq(pipe(fds), 0);
@@ -133,6 +132,31 @@ static void arena_made_of(const char *setting, uint32_t want, bool says)
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
         dup2(fds[1], 2);
+        return 0;
+    }
+    close(fds[1]);
+    *rd = fds[0];
+    return pid;
+}
+
+/* What the child said on the pipe, NUL-terminated; its length (< 1 when
+ * nothing). */
+static ssize_t read_said(int rd, char *buf, size_t cap)
+{
+    ssize_t n = read(rd, buf, cap - 1);
+    close(rd);
+    buf[n > 0 ? n : 0] = '\0';
+    return n;
+}
+
+/* SHMPOOL_HUGEPAGES gives the arena what the system can give, and says on
+ * one line when it cannot: each setting in a child of its own, whose
+ * arena must then work. */
+static void arena_made_of(const char *setting, uint32_t want, bool says)
+{
+    int rd;
+    pid_t pid = fork_to_pipe(&rd);
+    if (pid == 0) {
         pool_destroy_();
         setenv("SHMPOOL_HUGEPAGES", setting, 1);
         if (pool_create((size_t)64 << 20) != 0 || pool_attach() != 0)
@@ -145,11 +169,8 @@ static void arena_made_of(const char *setting, uint32_t want, bool says)
         char msg[256];
         _exit(pool_check(msg, sizeof msg) == 0 ? 0 : 3);
     }
-    close(fds[1]);
     char buf[512];
-    ssize_t n = read(fds[0], buf, sizeof buf - 1);
-    close(fds[0]);
-    buf[n > 0 ? n : 0] = '\0';
+    read_said(rd, buf, sizeof buf);
     int status = pool_test_wait(pid);
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
                   "SHMPOOL_HUGEPAGES=%s: status %#x (2: made of %u expected)", setting, status,
@@ -174,25 +195,19 @@ END_TEST
 static void attach_with(uint64_t *field, uint64_t value)
 {
     uint64_t saved = *field;
-    int fds[2];
-    ck_assert_int_eq(pipe(fds), 0);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
+    int rd;
+    pid_t pid = fork_to_pipe(&rd);
     if (pid == 0) {
-        dup2(fds[1], 2);
         *field = value;
         _exit(pool_attach() == EPROTO ? 0 : 1);
     }
-    close(fds[1]);
     char buf[512];
-    ssize_t n = read(fds[0], buf, sizeof buf - 1);
-    close(fds[0]);
+    ssize_t n = read_said(rd, buf, sizeof buf);
     int status;
     waitpid(pid, &status, 0);
     *field = saved;
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "attach did not fail with EPROTO");
     ck_assert_int_gt(n, 0);
-    buf[n] = '\0';
     ck_assert_msg(strstr(buf, "cannot attach") && strstr(buf, "version"), "message: %s", buf);
 }
 
