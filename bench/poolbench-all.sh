@@ -150,6 +150,23 @@ one() {
         $3 in to { $3 = to[$3] } { print }' >>"$rows"
 }
 
+# For both reports' awk: a Markdown table of v[row, arm] over the rows
+# sel[1..n] and the arms names[1..k] (the caller's globals), figures
+# right-aligned, a blank cell where v has none.
+md_table='
+function md_table(v, sel, n,   i, r) {
+    printf "| workload | mode |"
+    for (i = 1; i <= k; i++) printf " %s |", names[i]
+    printf "\n|---|---|"
+    for (i = 1; i <= k; i++) printf "--:|"
+    printf "\n"
+    for (r = 1; r <= n; r++) {
+        printf "| %s |", sel[r]
+        for (i = 1; i <= k; i++) printf " %s |", ((sel[r], names[i]) in v) ? v[sel[r], names[i]] : ""
+        printf "\n"
+    }
+}'
+
 # The machine, for both reports.
 machine() {
     echo "Machine: $(hostname -s), $(nproc) online CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)),"
@@ -215,7 +232,7 @@ if [ -z "$regions_only" ]; then
         echo "share, sampled at the kernel's tick), faults and voluntary context switches"
         echo "(getrusage) are per pair and the workers' mean, like ns per pair."
         echo
-        awk -F, '
+        awk -F, "$md_table"'
         NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
         {
             w = $col["workload"]; ph = $col["phase"]; a = $col["allocator"]; m = $col["mode"]
@@ -244,23 +261,14 @@ if [ -z "$regions_only" ]; then
         function num(v) { return v + 0 >= 1000 ? sprintf("%.0f", v) : v }
         # One table of a usage figure v[row, arm] for the rows of the workloads in
         # the space-separated list that have one; nothing when none has.
-        function detail(title, note, list, v,   i, r, row, n, sel) {
+        function detail(title, note, list, v,   r, n, sel) {
             n = 0
             for (r = 1; r <= nrow; r++)
                 if (index(" " list " ", " " rw[order[r]] " ") > 0 && ((order[r] in pool) || (order[r] in best)))
                     sel[++n] = order[r]
             if (n == 0) return
-            printf "\n## %s\n\n%s\n\n| workload | mode |", title, note
-            for (i = 1; i <= k; i++) printf " %s |", names[i]
-            printf "\n|---|---|"
-            for (i = 1; i <= k; i++) printf "--:|"
-            printf "\n"
-            for (r = 1; r <= n; r++) {
-                row = sel[r]
-                printf "| %s |", row
-                for (i = 1; i <= k; i++) printf " %s |", ((row, names[i]) in v) ? v[row, names[i]] : ""
-                printf "\n"
-            }
+            printf "\n## %s\n\n%s\n\n", title, note
+            md_table(v, sel, n)
         }
         END {
             n = split("pool pool-spin pool-preload glibc jemalloc tcmalloc mimalloc", all, " ")
@@ -390,7 +398,7 @@ elapsed=$(( $(date +%s) - started ))
     echo "production figures: compare ratios, above all those measured in the same runs"
     echo "(region, pool and glibc)."
     echo
-    awk -F, '
+    awk -F, "$md_table"'
     NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
     {
         row = $col["workload"] " | " $col["mode"]; a = $col["allocator"]
@@ -423,17 +431,8 @@ elapsed=$(( $(date +%s) - started ))
         }
         printf "\n## Minor page faults per 1,000 allocations (median)\n\n"
         printf "What a region frees at a reset (chunks over a block, blocks over its 64 KiB keep) goes\n"
-        printf "back to malloc; where malloc gives it back to the kernel, the next request faults it in again.\n\n| workload | mode |"
-        for (i = 1; i <= k; i++) printf " %s |", names[i]
-        printf "\n|---|---|"
-        for (i = 1; i <= k; i++) printf "--:|"
-        printf "\n"
-        for (r = 1; r <= nrow; r++) {
-            row = order[r]
-            printf "| %s |", row
-            for (i = 1; i <= k; i++) printf " %s |", ((row, names[i]) in flt) ? flt[row, names[i]] : ""
-            printf "\n"
-        }
+        printf "back to malloc; where malloc gives it back to the kernel, the next request faults it in again.\n\n"
+        md_table(flt, order, nrow)
     }' "$rcsv"
 } >"$rmd"
 echo "poolbench-all.sh: $rcsv and $rmd written in ${elapsed} s" >&2
