@@ -151,14 +151,15 @@ one() {
 }
 
 # For both reports' awk: a Markdown table of v[row, arm] over the rows
-# sel[1..n] and the arms names[1..k] (the caller's globals), figures
-# right-aligned, a blank cell where v has none.
+# sel[1..n] and the arms names[1..k] (the caller's globals): the row
+# columns' head and separator (e.g. "| mode |", "|---|"), then each arm's
+# column with `align` as its separator cell, a blank cell where v has none.
 md_table='
-function md_table(v, sel, n,   i, r) {
-    printf "| workload | mode |"
+function md_table(head, sep, align, v, sel, n,   i, r) {
+    printf "%s", head
     for (i = 1; i <= k; i++) printf " %s |", names[i]
-    printf "\n|---|---|"
-    for (i = 1; i <= k; i++) printf "--:|"
+    printf "\n%s", sep
+    for (i = 1; i <= k; i++) printf "%s", align
     printf "\n"
     for (r = 1; r <= n; r++) {
         printf "| %s |", sel[r]
@@ -268,7 +269,7 @@ if [ -z "$regions_only" ]; then
                     sel[++n] = order[r]
             if (n == 0) return
             printf "\n## %s\n\n%s\n\n", title, note
-            md_table(v, sel, n)
+            md_table("| workload | mode |", "|---|---|", "--:|", v, sel, n)
         }
         END {
             n = split("pool pool-spin pool-preload glibc jemalloc tcmalloc mimalloc", all, " ")
@@ -305,26 +306,10 @@ if [ -z "$regions_only" ]; then
                 printf "\n## frag: memory held after the churn\n\n"
                 printf "PSS / RSS / RssShmem in kB, and whether a 10 MiB block could still be had;"
                 printf " under -P summed over the worker processes (PSS sums to the footprint).\n"
-                printf "Minor faults per 1,000 pairs in the second table.\n\n| mode |"
-                for (i = 1; i <= k; i++) printf " %s |", names[i]
-                printf "\n|---|"
-                for (i = 1; i <= k; i++) printf "---|"
+                printf "Minor faults per 1,000 pairs in the second table.\n\n"
+                md_table("| mode |", "|---|", "---|", mem, morder, nm)
                 printf "\n"
-                for (r = 1; r <= nm; r++) {
-                    printf "| %s |", morder[r]
-                    for (i = 1; i <= k; i++) printf " %s |", ((morder[r], names[i]) in mem) ? mem[morder[r], names[i]] : ""
-                    printf "\n"
-                }
-                printf "\n| mode |"
-                for (i = 1; i <= k; i++) printf " %s |", names[i]
-                printf "\n|---|"
-                for (i = 1; i <= k; i++) printf "--:|"
-                printf "\n"
-                for (r = 1; r <= nm; r++) {
-                    printf "| %s |", morder[r]
-                    for (i = 1; i <= k; i++) printf " %s |", ((morder[r], names[i]) in flt) ? flt[morder[r], names[i]] : ""
-                    printf "\n"
-                }
+                md_table("| mode |", "|---|", "--:|", flt, morder, nm)
             }
             detail("Work that crosses workers or goes to the kernel: CPU ns per pair (of it system)",
                 "User plus system time. Workers that wait for each other (pingpong, prodcons) spin, then\n" \
@@ -432,7 +417,7 @@ elapsed=$(( $(date +%s) - started ))
         printf "\n## Minor page faults per 1,000 allocations (median)\n\n"
         printf "What a region frees at a reset (chunks over a block, blocks over its 64 KiB keep) goes\n"
         printf "back to malloc; where malloc gives it back to the kernel, the next request faults it in again.\n\n"
-        md_table(flt, order, nrow)
+        md_table("| workload | mode |", "|---|---|", "--:|", flt, order, nrow)
     }' "$rcsv"
 } >"$rmd"
 echo "poolbench-all.sh: $rcsv and $rmd written in ${elapsed} s" >&2
