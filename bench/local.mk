@@ -7,6 +7,9 @@ EXTRA_DIST += bench/kill-soak bench/kill-soak.lua
 # prefork: nginx, PostgreSQL and Apache on every allocator (bench/README.md).
 EXTRA_DIST += bench/prefork
 
+# http-edges.py: what a hostile client gets from a running poold, and when.
+EXTRA_DIST += bench/http-edges.py
+
 # faultcost: what a minor page fault costs here, for the report's account
 # of a shared heap's first touches.
 noinst_PROGRAMS += bench/faultcost
