@@ -175,9 +175,10 @@ static inline void *pool_span_addr(const pool_arena_t *a, const pool_span_sh_t *
 
 void pool_central_init_(pool_arena_t *a);
 /* Hand out n (1..POOL_BATCH_MAX) objects of class cls into out[], in
- * address order within each span: fewer when the arena runs out, and up to
- * three more when that ends the batch on a cache-line boundary (out has
- * room for POOL_FETCH_MAX).  Their memory is not touched.  Takes the class
+ * address order within each span: fewer when the arena runs out, and more
+ * when that ends the batch on a cache-line boundary (up to three more) or,
+ * for a batch of half a 4 KiB page or more, on such a page (out has room
+ * for POOL_FETCH_MAX).  Their memory is not touched.  Takes the class
  * lock, and the page-heap lock (after dropping the class lock) when no
  * span has free objects.  Returns how many; 0 means the arena is
  * exhausted. */

@@ -51,10 +51,14 @@
 #define POOL_SMALL_LOOKUP_MAX 1024 /* first lookup table: 16-byte steps */
 
 #define POOL_MAX_OBJECTS 512 /* objects per span, so the bitmap fits inline */
+/* The unit a hardware prefetcher streams within (a 4 KiB page, whatever
+ * the pool's page): a batch of at least half of it ends on its boundary. */
+#define POOL_STREAM_BYTES 4096u
 /* Objects a batch between a thread cache and its central cache carries at
- * most; a fetch may add three to end on a cache-line boundary. */
+ * most; a fetch may add up to 2n more to end on a stream unit (a batch
+ * smaller than half a unit adds at most three, to end on a cache line). */
 #define POOL_BATCH_MAX 128u
-#define POOL_FETCH_MAX (POOL_BATCH_MAX + 3)
+#define POOL_FETCH_MAX (3 * POOL_BATCH_MAX)
 /* Objects one release gives back at most (a flush gives a bin back in
  * releases of this many). */
 #define POOL_RELEASE_MAX 256u

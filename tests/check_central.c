@@ -163,6 +163,43 @@ START_TEST(test_fetch_completes_cache_lines)
 }
 END_TEST
 
+/* A batch of half a 4 KiB page or more ends with that page, so that two thread
+ * caches warming up together take whole pages in turn: 128 objects of 16
+ * bytes after four already taken bring the rest of the page (252), and the
+ * next 128 a whole page (256).  The 96-byte class's batch of 30 (2,880
+ * bytes) goes on to the object that crosses into the next page, 43 in
+ * all; a held object ends it where it is. */
+START_TEST(test_fetch_completes_pages)
+{
+    pool_arena_t *a = &pool_arena_;
+    unsigned cls16 = pool_sizeclass_of(16);
+    static void *four[POOL_FETCH_MAX], *rest[POOL_FETCH_MAX], *page[POOL_FETCH_MAX];
+    ck_assert_uint_eq(pool_central_fetch_(a, cls16, 1, 0, four), 4);
+    ck_assert_uint_eq((uintptr_t)four[0] % POOL_STREAM_BYTES, 0);
+    ck_assert_uint_eq(pool_central_fetch_(a, cls16, 128, 0, rest), 252);
+    ck_assert_ptr_eq(rest[0], (char *)four[0] + 64);
+    ck_assert_uint_eq(((uintptr_t)rest[251] + 16) % POOL_STREAM_BYTES, 0);
+    ck_assert_uint_eq(pool_central_fetch_(a, cls16, 128, 0, page), 256);
+    ck_assert_ptr_eq(page[0], (char *)four[0] + POOL_STREAM_BYTES);
+    pool_central_release_(a, cls16, four, 4);
+    pool_central_release_(a, cls16, rest, 252);
+    pool_central_release_(a, cls16, page, 256);
+    pool_test_assert_consistent();
+
+    void *obj[POOL_FETCH_MAX], *again[POOL_FETCH_MAX];
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 30, 0, obj), 43);
+    ck_assert_uint_eq((uintptr_t)obj[0] % POOL_STREAM_BYTES, 0);
+    ck_assert_uint_eq((uintptr_t)obj[42] / POOL_STREAM_BYTES, (uintptr_t)obj[0] / POOL_STREAM_BYTES);
+    ck_assert_uint_gt(((uintptr_t)obj[42] + 95) / POOL_STREAM_BYTES, (uintptr_t)obj[0] / POOL_STREAM_BYTES);
+    pool_central_release_(a, CLS_96, obj, 35); /* objects 35..42 stay held */
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 30, 0, again), 35);
+    ck_assert_ptr_eq(again[34], obj[34]);
+    pool_central_release_(a, CLS_96, again, 35);
+    pool_central_release_(a, CLS_96, obj + 35, 8);
+    pool_test_assert_consistent();
+}
+END_TEST
+
 /* One release of objects from several spans, interleaved (more spans than
  * a release gathers at once), leaves every span's bitmap and count right. */
 START_TEST(test_release_interleaved_spans)
@@ -211,7 +248,7 @@ START_TEST(test_repair_is_idempotent)
 {
     pool_arena_t *a = &pool_arena_;
     void *obj[POOL_FETCH_MAX];
-    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 30, 0, obj), 30);
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 20, 0, obj), 20);
     void *h = obj[0];
     pool_central_sh_t *c = &a->central[CLS_96];
     /* Lose the list and counts, as a dead owner might. */
@@ -224,8 +261,8 @@ START_TEST(test_repair_is_idempotent)
     pool_test_assert_consistent();
     pool_central_rebuild_(a, CLS_96);
     pool_test_assert_consistent();
-    ck_assert_uint_eq(a->spans[span_of(h)].nfree, pool_classes_[CLS_96].count - 30);
-    pool_central_release_(a, CLS_96, obj, 30);
+    ck_assert_uint_eq(a->spans[span_of(h)].nfree, pool_classes_[CLS_96].count - 20);
+    pool_central_release_(a, CLS_96, obj, 20);
     pool_test_assert_consistent();
     /* The page heap rebuilds its lists from the descriptors the same way. */
     a->ph->heads[0] = POOL_NIL;
@@ -323,6 +360,7 @@ Suite *make_central_suite(void)
     tcase_add_test(tc, test_fetch_batch);
     tcase_add_test(tc, test_fetch_across_spans_and_return);
     tcase_add_test(tc, test_fetch_completes_cache_lines);
+    tcase_add_test(tc, test_fetch_completes_pages);
     tcase_add_test(tc, test_empty_spans_beyond_budget_go_back);
     tcase_add_test(tc, test_empty_spans_decay);
     tcase_add_test(tc, test_release_interleaved_spans);
