@@ -292,6 +292,19 @@ static void decay_empties(pool_arena_t *a, unsigned cls, uint16_t tag, uint32_t 
     POOL_JSET(j, c->nempty_min, c->nempty);
 }
 
+/* Give the spans decay_empties or a release unlinked (linked by next) to
+ * the page heap, the class lock dropped. */
+static void send_leaving(pool_arena_t *a, unsigned cls, uint32_t leaving)
+{
+    while (leaving != POOL_NIL) {
+        uint32_t idx = leaving;
+        leaving = a->spans[idx].next;
+        if (pool_config_stats)
+            pool_atomic_inc(&a->cstats[cls].spans_out);
+        pool_pageheap_free_(a, idx);
+    }
+}
+
 bool pool_central_release_one_(pool_arena_t *a, unsigned cls, void *p, uint16_t tag,
                                uint32_t *leaving)
 {
@@ -434,13 +447,26 @@ void pool_central_release_(pool_arena_t *a, unsigned cls, void *const *objs, uin
     }
     pool_journal_commit_(j);
     pool_unlock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
-    while (leaving != POOL_NIL) {
-        uint32_t idx = leaving;
-        leaving = a->spans[idx].next;
-        if (pool_config_stats)
-            pool_atomic_inc(&a->cstats[cls].spans_out);
-        pool_pageheap_free_(a, idx);
-    }
+    send_leaving(a, cls, leaving);
+}
+
+void pool_central_decay_(pool_arena_t *a, unsigned cls, uint16_t tag)
+{
+    pool_central_sh_t *c = &a->central[cls];
+    /* Read without the lock: a class with one empty span or none, or
+     * whose period its own operations still end, costs nothing. */
+    if (pool_atomic_load_relaxed(&c->nempty) <= 1 ||
+        pool_prim_now_coarse_ns_() - pool_atomic_load_relaxed(&c->decay_start_ns) <
+            2 * POOL_DECAY_NS)
+        return;
+    pool_journal_sh_t *j = pool_journal_(a, POOL_LOCK_CENTRAL, cls);
+    uint32_t leaving = POOL_NIL;
+    pool_lock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
+    pool_journal_begin_(j, POOL_OP_RELEASE);
+    decay_empties(a, cls, tag, &leaving);
+    pool_journal_commit_(j);
+    pool_unlock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
+    send_leaving(a, cls, leaving);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -128,6 +128,17 @@ POOL_API size_t pool_stats_json(char *buf, size_t cap);
 /* Flush the calling thread's cache to the central caches (tests, detach). */
 POOL_API void pool_thread_flush(void);
 
+/* Give half of each bin of the calling thread's cache back to the central
+ * caches, keeping the most recently freed half, and end the decay period
+ * of every class that has gone quiet: the empty spans it kept through a
+ * whole period, but one, go to the page heap, whose own decay gives them
+ * to the OS.  A thread that calls it every second or so (poold's workers
+ * do, from their one-second timer) drains what a burst left in its cache
+ * and its classes within seconds of going quiet, and costs a busy one a
+ * refill a second; nothing else drains the cache of a thread that stays
+ * in its fast paths.  Does nothing in a thread that is not attached. */
+POOL_API void pool_thread_scavenge(void);
+
 /* Give back to the OS the free pages that stayed free through a whole
  * decay period (one second), if one has run twice its length: what the
  * page heap's own operations do at its end, for an arena that has gone

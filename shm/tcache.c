@@ -98,6 +98,39 @@ void pool_thread_flush(void)
     guard_leave();
 }
 
+void pool_thread_scavenge(void)
+{
+    pool_tcache_sh_t *tc = pool_tls_tcache_;
+    if (tc == &pool_empty_tcache_)
+        return;
+    guard_enter();
+    void *objs[POOL_RELEASE_MAX];
+    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
+        pool_bin_t *bin = &tc->bins[cls];
+        uint32_t keep = bin->len / 2;
+        if (bin->len == keep)
+            continue;
+        /* The first half stays: the most recently freed, warmest. */
+        void **link = &bin->head;
+        for (uint32_t i = 0; i < keep; i++)
+            link = (void **)*link;
+        void *rest = *link;
+        *link = NULL;
+        bin->len = keep;
+        while (rest != NULL) {
+            uint32_t n = 0;
+            for (; rest != NULL && n < POOL_RELEASE_MAX; rest = *(void **)rest)
+                objs[n++] = rest;
+            release(&pool_arena_, tc, cls, objs, n);
+        }
+    }
+    /* An attached thread moves the quiet classes' empty spans: if it dies
+     * on the way, its tag on them has the reaper finish the move. */
+    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
+        pool_central_decay_(&pool_arena_, cls, tc->tag);
+    guard_leave();
+}
+
 /* ------------------------------------------------------------------------ */
 /* Debug checks                                                              */
 /* ------------------------------------------------------------------------ */

@@ -21,6 +21,7 @@
 #pragma weak pool_reap
 #pragma weak pool_lock_stalled
 #pragma weak pool_decay
+#pragma weak pool_thread_scavenge
 
 bool pd_alloc_is_pool(void)
 {
@@ -107,6 +108,12 @@ void pd_alloc_decay(void)
 {
     if (pd_alloc_is_pool() && pool_decay != NULL)
         pool_decay();
+}
+
+void pd_alloc_scavenge(void)
+{
+    if (pd_alloc_is_pool() && pool_thread_scavenge != NULL)
+        pool_thread_scavenge();
 }
 
 pid_t pd_alloc_stalled(unsigned ms)

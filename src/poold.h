@@ -177,6 +177,10 @@ pid_t pd_alloc_stalled(unsigned ms);
  * has ended: the master's part in the pool's housekeeping, since workers
  * that serve from their caches alone may never end one. */
 void pd_alloc_decay(void);
+/* Give half of the calling worker's thread cache back, and its quiet
+ * classes' kept empty spans: the worker's part, once a second, so that
+ * a burst's memory leaves a worker that has gone quiet. */
+void pd_alloc_scavenge(void);
 
 /* ------------------------------------------------------------------------ */
 /* srvstats.c — per-worker counters in memory shared by all processes        */

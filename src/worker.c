@@ -102,9 +102,12 @@ static void pd_worker_on_resume(evutil_socket_t fd, short what, void *arg)
         event_add(w->accept_ev, NULL);
 }
 
+/* Once a second: the Date cache, and the worker's share of the pool's
+ * housekeeping. */
 static void pd_worker_on_date(evutil_socket_t fd, short what, void *arg)
 {
     pd_http_date_update(time(NULL));
+    pd_alloc_scavenge();
 }
 
 /* The stop descriptor is readable: a worker process's signalfd, from which

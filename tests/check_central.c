@@ -122,6 +122,47 @@ START_TEST(test_empty_spans_decay)
 }
 END_TEST
 
+/* A class gone quiet: pool_central_decay_ ends its period only once that
+ * has run twice its length with no operation of the class's own, and
+ * then gives the spans that stayed empty all of it, but one, to the page
+ * heap. */
+START_TEST(test_quiet_class_decays)
+{
+    pool_arena_t *a = &pool_arena_;
+    pool_central_sh_t *c = &a->central[CLS_96];
+    uint32_t count = pool_classes_[CLS_96].count;
+    void *obj[3][POOL_FETCH_MAX];
+    for (unsigned i = 0; i < 3; i++)
+        ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, count, 0, obj[i]), count);
+    for (unsigned i = 0; i < 3; i++)
+        pool_central_release_(a, CLS_96, obj[i], count);
+    ck_assert_uint_eq(c->nempty, 3);
+    uint64_t frees = a->ph->frees;
+    pool_central_decay_(a, CLS_96, 0); /* the period has just begun */
+    c->decay_start_ns -= POOL_DECAY_NS; /* over: the class's next operation ends it */
+    pool_central_decay_(a, CLS_96, 0);
+    ck_assert_uint_eq(c->nempty, 3);
+    ck_assert_uint_eq(a->ph->frees, frees);
+    /* Twice its length: ended, but they emptied during it. */
+    c->decay_start_ns -= POOL_DECAY_NS;
+    pool_central_decay_(a, CLS_96, 0);
+    ck_assert_uint_eq(c->nempty, 3);
+    ck_assert_uint_eq(c->nempty_min, 3);
+    ck_assert_uint_eq(a->ph->frees, frees);
+    /* A quiet period through which all three stayed empty. */
+    c->decay_start_ns -= 2 * POOL_DECAY_NS;
+    pool_central_decay_(a, CLS_96, 0);
+    ck_assert_uint_eq(c->nempty, 1);
+    ck_assert_uint_eq(c->nspans, 1);
+    ck_assert_uint_eq(a->ph->frees, frees + 2);
+    pool_test_assert_consistent();
+    c->decay_start_ns -= 2 * POOL_DECAY_NS;
+    pool_central_decay_(a, CLS_96, 0); /* the one kept stays */
+    ck_assert_uint_eq(c->nempty, 1);
+    pool_test_assert_consistent();
+}
+END_TEST
+
 /* A batch ends on a cache-line boundary when the objects after it are
  * free, so two thread caches never share a line of a fresh span: one
  * object asked of the 16-byte class brings its line's four, of the
@@ -363,6 +404,7 @@ Suite *make_central_suite(void)
     tcase_add_test(tc, test_fetch_completes_pages);
     tcase_add_test(tc, test_empty_spans_beyond_budget_go_back);
     tcase_add_test(tc, test_empty_spans_decay);
+    tcase_add_test(tc, test_quiet_class_decays);
     tcase_add_test(tc, test_release_interleaved_spans);
     tcase_add_test_raise_signal(tc, test_release_twice_in_one_list_aborts, SIGABRT);
     tcase_add_test(tc, test_repair_is_idempotent);

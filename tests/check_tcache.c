@@ -63,6 +63,35 @@ START_TEST(test_slow_start)
 }
 END_TEST
 
+/* pool_thread_scavenge gives half of each bin back and keeps the most
+ * recently freed half; calls enough to halve the bin to nothing empty it. */
+START_TEST(test_scavenge_halves_bins)
+{
+    static void *p[1000];
+    for (int i = 0; i < 1000; i++)
+        p[i] = pool_malloc(48);
+    for (int i = 0; i < 1000; i++)
+        pool_free(p[i]);
+    pool_bin_t *bin = bin_of(48);
+    uint32_t len = bin->len;
+    ck_assert_uint_ge(len, 1000);
+    ck_assert_ptr_eq(bin->head, p[999]);
+    pool_thread_scavenge();
+    ck_assert_uint_eq(bin->len, len / 2);
+    ck_assert_ptr_eq(bin->head, p[999]);
+    uint32_t n = 0;
+    for (void *q = bin->head; q != NULL; q = *(void **)q)
+        n++;
+    ck_assert_uint_eq(n, len / 2);
+    pool_test_assert_consistent();
+    for (int i = 0; i < 11; i++)
+        pool_thread_scavenge();
+    ck_assert_uint_eq(bin->len, 0);
+    ck_assert_ptr_null(bin->head);
+    pool_test_assert_consistent();
+}
+END_TEST
+
 START_TEST(test_watermark_releases_a_batch)
 {
     enum { N = 3000 };
@@ -338,6 +367,7 @@ Suite *make_tcache_suite(void)
     TCase *tc = tcase_create("bins");
     tcase_add_checked_fixture(tc, pool_test_create_attach, pool_test_destroy);
     tcase_add_test(tc, test_slow_start);
+    tcase_add_test(tc, test_scavenge_halves_bins);
     tcase_add_test(tc, test_watermark_releases_a_batch);
     tcase_add_test(tc, test_random_sizes_keep_content);
     tcase_add_test(tc, test_calloc_and_realloc);
