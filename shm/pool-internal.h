@@ -551,6 +551,9 @@ void pool_disown_(pool_arena_t *a, uint16_t tag);
  * stuck); it is reaped later.  Returns the number reaped.  REQUIRES: no
  * pool lock held. */
 unsigned pool_reap_dead_(pool_arena_t *a);
+/* True while a slot is marked dead and not yet reaped: a reap that could
+ * not take the locks in time left it.  Reads only. */
+bool pool_reap_left_(pool_arena_t *a);
 /* pool_reap_dead_ once a period (POOL_REAP_PERIOD_NS) across the arena:
  * the first slow path past the due time does it.  REQUIRES: no pool lock
  * held. */

@@ -445,6 +445,17 @@ unsigned pool_reap_dead_(pool_arena_t *a)
     return reaped;
 }
 
+bool pool_reap_left_(pool_arena_t *a)
+{
+    if (a->hdr == NULL || pool_arena_copied_())
+        return false;
+    for (unsigned i = 0; i < POOL_MAX_SLOTS; i++)
+        if (pool_atomic_load_acquire(&a->slots[i].xstate) != POOL_SLOT_FREE &&
+            (pool_atomic_load_acquire(&a->slots[i].xflags) & POOL_SLOT_DEAD))
+            return true;
+    return false;
+}
+
 void pool_reap_maybe_(pool_arena_t *a)
 {
     uint64_t now = pool_prim_now_coarse_ns_();

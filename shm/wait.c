@@ -60,9 +60,12 @@ static void reap_ended(pid_t pid)
         return;
     int saved = errno;
     reaping = true;
+    /* Pending until no slot is left marked dead: a retry may meet a slow
+     * holder again, and a server that stops reaping children (its load
+     * over) would otherwise keep the dead's memory until the next one. */
     if (pool_atomic_xchg_acquire(&reap_pending, false))
         pool_reap_dead_(&pool_arena_);
-    if (pid > 0 && pool_reap(pid, NULL) == EAGAIN)
+    if ((pid > 0 && pool_reap(pid, NULL) == EAGAIN) || pool_reap_left_(&pool_arena_))
         pool_atomic_store_release(&reap_pending, true);
     pool_decay();
     reaping = false;

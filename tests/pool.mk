@@ -20,10 +20,12 @@ tests_check_pool_LDADD = shm/libshmpool_core.la $(CHECK_LIBS)
 #                         suites of tests/check_pool, calling pool_* directly
 #   tests/preload.sh      ordinary programs under LD_PRELOAD=libshmpool.so,
 #                         and tests/prefork under SHMPOOL_MODE=children
+#   tests/reapretry.sh    a wait's reap left pending by a stuck lock holder,
+#                         retried until done (tests/reapretry)
 # ---------------------------------------------------------------------------
-check_PROGRAMS += tests/check_override tests/prefork
-TESTS += tests/check_override tests/preload.sh tests/stat.sh
-EXTRA_DIST += tests/preload.sh tests/stat.sh
+check_PROGRAMS += tests/check_override tests/prefork tests/reapretry
+TESTS += tests/check_override tests/preload.sh tests/stat.sh tests/reapretry.sh
+EXTRA_DIST += tests/preload.sh tests/stat.sh tests/reapretry.sh
 tests_check_pool_SOURCES += tests/check_stress.c tests/check_fork.c tests/pattern.h
 # Crash safety: processes killed at crash points or anywhere, then reaped.
 tests_check_pool_SOURCES += tests/check_crash.c tests/check_recovery.c tests/check_lifecycle.c
@@ -33,6 +35,7 @@ tests_check_override_SOURCES = tests/check_override.c tests/pattern.h
 tests_check_override_CFLAGS = $(TEST_CFLAGS) -fno-builtin
 tests_check_override_LDADD = shm/libshmpool_override.la shm/libshmpool_core.la $(CHECK_LIBS)
 tests_prefork_SOURCES = tests/prefork.c tests/pattern.h tests/preloaded.h
+tests_reapretry_SOURCES = tests/reapretry.c tests/preloaded.h
 # --- end of the contract, stress, fork and preload tests --------------------
 
 # The suites that need crash points, in a program of their own so that a
