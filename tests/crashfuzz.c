@@ -404,10 +404,20 @@ static const char *const first_deaths[] = {
 
 #define LIVE 1500
 
+/* What a quiet worker's timer does, with every class's decay period made
+ * twice over first: half of each bin back, and the quiet classes' empty
+ * spans, but one, to the page heap. */
+static void scavenge_quiet(void)
+{
+    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
+        pool_arena_.central[cls].decay_start_ns -= 2 * POOL_DECAY_NS;
+    pool_thread_scavenge();
+}
+
 /* Ordinary work that reaches every crash point a worker can die at:
- * fetches, new spans, releases, big spans taken, carved, merged on either
- * side and given back, pages returned.  Checks its own blocks; returns
- * false when one is broken. */
+ * fetches, new spans, releases (a scavenge's too), big spans taken,
+ * carved, merged on either side and given back, pages returned.  Checks
+ * its own blocks; returns false when one is broken. */
 static bool work(uint64_t seed, unsigned rounds)
 {
     static block_t live[LIVE];
@@ -436,6 +446,8 @@ static bool work(uint64_t seed, unsigned rounds)
             pool_free((void *)live[i].p);
             live[i] = live[--n];
         }
+        if (r % 4 == 1)
+            scavenge_quiet();
         if (r % 4 == 3) {
             pool_thread_flush();
             pool_pageheap_trim_(&pool_arena_);
