@@ -189,8 +189,8 @@ uint32_t pool_central_fetch_(pool_arena_t *a, unsigned cls, uint32_t n, uint16_t
  * the class lock is dropped (a few are kept per class).  Aborts naming the
  * object on a pointer that is not a handed-out object of the class. */
 void pool_central_release_(pool_arena_t *a, unsigned cls, void *const *objs, uint32_t n);
-/* End the class's decay period when no operation of its own has in twice
- * its length (a class gone quiet keeps its empty spans otherwise): the
+/* End the class's decay period when no operation of its own has ended it
+ * in twice its length (a class gone quiet would keep its empty spans): the
  * empty spans it kept throughout, but one, go to the page heap, marked
  * LEAVING for `tag` on their way.  Cheap when there is nothing to do.
  * Takes the class lock, then the page-heap lock with it dropped. */
