@@ -38,7 +38,7 @@ int main(void)
     if (!preloaded_master("reapretry"))
         return 1;
     if (POOL_CONFIG_DEBUG == 0) {
-        puts("reapretry: this build has no crash points");
+        fprintf(stderr, "reapretry: this build has no crash points\n");
         return 77;
     }
     int ready[2];
