@@ -46,27 +46,25 @@ __attribute__((constructor)) static void find_libc_waits(void)
 }
 
 static __thread bool reaping __attribute__((tls_model("initial-exec")));
-/* A reap that could not take the locks in time (a live holder was slow):
- * the next wait, whatever it returns, looks for the dead again. */
-static bool reap_pending;
 
 /* After a wait: reap the child that ended (pid > 0), if it held a slot (a
  * pid that never attached costs a look at the slots), and any reap left
  * pending; and, the master being the one process sure to come by, end the
- * page heap's decay period if it is over. */
+ * page heap's decay period if it is over.  A reap that could not take the
+ * locks in time (a live holder was slow) leaves its slots marked dead, so
+ * every later wait, whatever it returns, tries again until none is left:
+ * a retry may meet the slow holder again, and a server whose load is over
+ * may have no more children to wait for. */
 static void reap_ended(pid_t pid)
 {
     if (pool_arena_.hdr == NULL || pool_arena_copied_() || pool_attached() || reaping)
         return;
     int saved = errno;
     reaping = true;
-    /* Pending until no slot is left marked dead: a retry may meet a slow
-     * holder again, and a server that stops reaping children (its load
-     * over) would otherwise keep the dead's memory until the next one. */
-    if (pool_atomic_xchg_acquire(&reap_pending, false))
+    if (pool_reap_left_(&pool_arena_))
         pool_reap_dead_(&pool_arena_);
-    if ((pid > 0 && pool_reap(pid, NULL) == EAGAIN) || pool_reap_left_(&pool_arena_))
-        pool_atomic_store_release(&reap_pending, true);
+    if (pid > 0)
+        pool_reap(pid, NULL);
     pool_decay();
     reaping = false;
     errno = saved;
