@@ -114,15 +114,11 @@ void pool_thread_scavenge(void)
         void **link = &bin->head;
         for (uint32_t i = 0; i < keep; i++)
             link = (void **)*link;
-        void *rest = *link;
+        pool_bin_t rest = { .head = *link, .len = bin->len - keep };
         *link = NULL;
         bin->len = keep;
-        while (rest != NULL) {
-            uint32_t n = 0;
-            for (; rest != NULL && n < POOL_RELEASE_MAX; rest = *(void **)rest)
-                objs[n++] = rest;
+        for (uint32_t n; (n = bin_cut(&rest, objs, POOL_RELEASE_MAX)) > 0;)
             release(&pool_arena_, tc, cls, objs, n);
-        }
     }
     /* An attached thread moves the quiet classes' empty spans: if it dies
      * on the way, its tag on them has the reaper finish the move. */
