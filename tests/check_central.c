@@ -89,6 +89,18 @@ START_TEST(test_empty_spans_beyond_budget_go_back)
 }
 END_TEST
 
+/* Three spans of the 96-byte class taken whole and given back: three
+ * empty spans kept by the class. */
+static void three_empty_spans(pool_arena_t *a)
+{
+    uint32_t count = pool_classes_[CLS_96].count;
+    void *obj[3][POOL_FETCH_MAX];
+    for (unsigned i = 0; i < 3; i++)
+        ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, count, 0, obj[i]), count);
+    for (unsigned i = 0; i < 3; i++)
+        pool_central_release_(a, CLS_96, obj[i], count);
+}
+
 /* Kept empty spans that stay empty through a whole decay period go to the
  * page heap at its end, but one.  Periods are ended by moving their start
  * back rather than by waiting. */
@@ -96,13 +108,9 @@ START_TEST(test_empty_spans_decay)
 {
     pool_arena_t *a = &pool_arena_;
     pool_central_sh_t *c = &a->central[CLS_96];
-    uint32_t count = pool_classes_[CLS_96].count;
-    void *obj[3][POOL_FETCH_MAX], *two[POOL_FETCH_MAX];
+    void *two[POOL_FETCH_MAX];
     ck_assert_uint_ge(pool_classes_[CLS_96].keep_empty, 3);
-    for (unsigned i = 0; i < 3; i++)
-        ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, count, 0, obj[i]), count);
-    for (unsigned i = 0; i < 3; i++)
-        pool_central_release_(a, CLS_96, obj[i], count);
+    three_empty_spans(a);
     ck_assert_uint_eq(c->nempty, 3);
     uint64_t frees = a->ph->frees;
     /* The period in which they emptied ends: they were not empty all of it. */
@@ -130,12 +138,7 @@ START_TEST(test_quiet_class_decays)
 {
     pool_arena_t *a = &pool_arena_;
     pool_central_sh_t *c = &a->central[CLS_96];
-    uint32_t count = pool_classes_[CLS_96].count;
-    void *obj[3][POOL_FETCH_MAX];
-    for (unsigned i = 0; i < 3; i++)
-        ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, count, 0, obj[i]), count);
-    for (unsigned i = 0; i < 3; i++)
-        pool_central_release_(a, CLS_96, obj[i], count);
+    three_empty_spans(a);
     ck_assert_uint_eq(c->nempty, 3);
     uint64_t frees = a->ph->frees;
     pool_central_decay_(a, CLS_96, 0); /* the period has just begun */
