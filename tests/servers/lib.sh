@@ -348,6 +348,11 @@ t_settle() {
     echo "---- the server's processes, then the arena, as the settle ended"
     ps -o pid=,ppid=,stat=,etimes=,args= -p "$(t_pids_server | tr ' ' ',')" 2>&1 | head -n 80
     "$SHMPOOL_STAT" "$2" 2>&1 | head -n 80
+    # Where the server's master is: a dead child its master has not waited
+    # for is reaped by nobody in an idle server.
+    echo "---- pid $2 (the master): wchan $(cat /proc/"$2"/wchan 2>&1), syscall $(cat /proc/"$2"/syscall 2>&1)"
+    grep -E '^(State|SigPnd|ShdPnd|SigBlk)' /proc/"$2"/status 2>&1
+    if command -v gdb >/dev/null; then gdb -p "$2" -batch -ex bt 2>&1 | grep '^#' | head -n 25; fi
 }
 
 # t_check_arena WHAT BEFORE AFTER KILLS: the checks on the arena after a
