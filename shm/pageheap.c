@@ -3,7 +3,10 @@
  * Free spans sit on lists by exact length (1..127 pages; list 0 holds the
  * longer ones) and are taken best fit: the first non-empty list at or above
  * the request, or the shortest long span that fits.  When no free span fits,
- * pages are carved from the untouched top of the arena.  A freed span
+ * pages are carved from the untouched top of the arena.  A long request of
+ * a process ranks what it could take by the pages it would fault in
+ * (plan()): a free span that process's page tables map beats fresh pages,
+ * and fresh pages beat a span another process maps.  A freed span
  * coalesces with free neighbours found through the page map.
  *
  * Release rule (MADV_REMOVE): by decay.  Each period of POOL_DECAY_NS the
@@ -121,15 +124,32 @@ static bool span_fits(const pool_arena_t *a, const pool_span_sh_t *s, uint32_t n
     return s->npages >= npages && s->npages - npages >= lead;
 }
 
-/* Best-fitting free span for the request, or POOL_NIL.  Among the long
- * spans (list 0: big blocks of a megabyte and more) the best fit of those
- * `owner`'s own page tables map comes first: two processes taking and
+/* Whose page tables map a free span's pages, as seen by process `tag`:
+ * its own (taking it faults nothing in), nobody's that is known (given
+ * back, or pages of small spans: taking it faults what it touches, as
+ * fresh pages would), or another process's, which it is still mapped in.
+ * Only big spans record their taker, so only long requests rank. */
+enum { MAPPED_OWN, MAPPED_NONE, MAPPED_OTHER, MAPPED_RANKS };
+
+static unsigned mapped_rank(const pool_span_sh_t *s, uint16_t tag)
+{
+    if (s->returned || s->owner == POOL_NO_TAG)
+        return MAPPED_NONE;
+    return s->owner == tag ? MAPPED_OWN : MAPPED_OTHER;
+}
+
+/* Best-fitting free span for the request, or POOL_NIL; *rank says whose
+ * pages it holds (MAPPED_OWN for a request that does not rank).  Among
+ * the long spans (list 0: big blocks of a megabyte and more) the best fit
+ * of each rank is kept and the best rank wins: two processes taking and
  * freeing large blocks in turn would otherwise fault each other's pages
  * in, 4 KiB at a time, at every block. */
-static uint32_t find_free(pool_arena_t *a, uint32_t npages, uint32_t align, uint16_t owner)
+static uint32_t find_free(pool_arena_t *a, uint32_t npages, uint32_t align, uint16_t owner,
+                          unsigned *rank)
 {
     pool_pageheap_sh_t *ph = a->ph;
     unsigned first = npages < POOL_FREE_LISTS ? npages : POOL_FREE_LISTS;
+    *rank = MAPPED_OWN;
     for (unsigned l = first; l < POOL_FREE_LISTS; l++) {
         if (!(ph->nonempty[l / 64] & (UINT64_C(1) << (l % 64)))) {
             /* Skip the rest of an empty word at once. */
@@ -143,18 +163,37 @@ static uint32_t find_free(pool_arena_t *a, uint32_t npages, uint32_t align, uint
             if (span_fits(a, &a->spans[i], npages, align))
                 return i;
     }
-    uint32_t best = POOL_NIL, own = POOL_NIL;
+    uint32_t best[MAPPED_RANKS] = { POOL_NIL, POOL_NIL, POOL_NIL };
     for (uint32_t i = ph->heads[0]; i != POOL_NIL; i = a->spans[i].next) {
         const pool_span_sh_t *s = &a->spans[i];
         if (!span_fits(a, s, npages, align))
             continue;
-        if (best == POOL_NIL || s->npages < a->spans[best].npages)
-            best = i;
-        if (owner != POOL_NO_TAG && s->owner == owner &&
-            (own == POOL_NIL || s->npages < a->spans[own].npages))
-            own = i;
+        unsigned r = owner == POOL_NO_TAG ? MAPPED_OWN : mapped_rank(s, owner);
+        if (best[r] == POOL_NIL || s->npages < a->spans[best[r]].npages)
+            best[r] = i;
     }
-    return own != POOL_NIL ? own : best;
+    for (unsigned r = 0; r < MAPPED_RANKS; r++)
+        if (best[r] != POOL_NIL) {
+            *rank = r;
+            return best[r];
+        }
+    return POOL_NIL;
+}
+
+/* The free span that ends where the carved pages do, if one does and
+ * starts on a multiple of align pages: a long request that fits nowhere
+ * can take it and carve only what it lacks. */
+static uint32_t top_free(const pool_arena_t *a, uint32_t align)
+{
+    uint32_t carved = a->ph->carved;
+    if (carved == 0)
+        return POOL_NIL;
+    uint32_t i = a->pm_span[carved - 1];
+    const pool_span_sh_t *s = &a->spans[i];
+    if (i >= carved || s->state != POOL_SPAN_FREE || s->start != i ||
+        s->start + s->npages != carved || lead_pages(a, i, align) != 0)
+        return POOL_NIL;
+    return i;
 }
 
 /* Free pages not given back to the OS. */
@@ -366,6 +405,43 @@ static void span_set_used(pool_arena_t *a, uint32_t idx, uint32_t npages, unsign
     }
 }
 
+/* How a request is met: a free span taken, the top free span taken and
+ * the pages it lacks carved after it, or fresh pages carved. */
+enum { PLAN_TAKE, PLAN_EXTEND, PLAN_CARVE };
+
+/* A long request of process `tag` takes what faults the fewest pages into
+ * its page tables, and of those what carves the fewest: its own span; the
+ * top span, if its own, extended; a span nobody maps; the same top span;
+ * fresh pages, while the arena has them; another process's span (which
+ * that process would otherwise take again without a fault); the top span,
+ * whoever's.  Others take the best fit, else carve.  *idx: the span taken
+ * or extended. */
+static int plan(pool_arena_t *a, uint32_t npages, uint32_t align, uint16_t tag, uint32_t *idx)
+{
+    static const unsigned take_cost[MAPPED_RANKS] = { 0, 2, 5 };
+    static const unsigned extend_cost[MAPPED_RANKS] = { 1, 3, 6 };
+    const unsigned carve_cost = 4, none = 7;
+    bool ranks = tag != POOL_NO_TAG && npages >= POOL_FREE_LISTS;
+    unsigned rank;
+    uint32_t fit = find_free(a, npages, align, ranks ? tag : POOL_NO_TAG, &rank);
+    *idx = fit;
+    if (!ranks || (fit != POOL_NIL && rank == MAPPED_OWN))
+        return fit != POOL_NIL ? PLAN_TAKE : PLAN_CARVE;
+    uint32_t carved = a->ph->carved;
+    uint32_t top = top_free(a, align);
+    unsigned take = fit != POOL_NIL ? take_cost[rank] : none;
+    unsigned extend = top != POOL_NIL && (uint64_t)top + npages <= a->npages
+                          ? extend_cost[mapped_rank(&a->spans[top], tag)]
+                          : none;
+    uint64_t start = (uint64_t)carved + lead_pages(a, carved, align);
+    unsigned carve = start + npages <= a->npages ? carve_cost : none;
+    if (extend < take && extend < carve) {
+        *idx = top;
+        return PLAN_EXTEND;
+    }
+    return take < carve ? PLAN_TAKE : PLAN_CARVE;
+}
+
 uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_pages,
                               unsigned cls, uint16_t owner)
 {
@@ -379,8 +455,9 @@ uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_p
     pool_journal_begin_(j, POOL_OP_PH_ALLOC);
     ph->allocs++;
     uint16_t tag = owner <= POOL_MAX_TAG ? owner : POOL_NO_TAG;
-    uint32_t idx = find_free(a, npages, align_pages, cls == 0 ? tag : POOL_NO_TAG);
-    if (idx != POOL_NIL) {
+    uint32_t idx;
+    int how = plan(a, npages, align_pages, cls == 0 ? tag : POOL_NO_TAG, &idx);
+    if (how == PLAN_TAKE) {
         pool_span_sh_t *s = &a->spans[idx];
         uint32_t len = s->npages, lead = lead_pages(a, s->start, align_pages);
         uint8_t returned = s->returned;
@@ -409,6 +486,16 @@ uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_p
         }
         if (returned)
             ph->reused_returned += npages;
+    } else if (how == PLAN_EXTEND) {
+        pool_span_sh_t *s = &a->spans[idx];
+        list_remove(a, j, idx);
+        POOL_JSET(j, ph->free_pages, ph->free_pages - s->npages);
+        if (s->returned) {
+            POOL_JSET(j, ph->returned_pages, ph->returned_pages - s->npages);
+            ph->reused_returned += s->npages;
+        }
+        POOL_JSET(j, ph->carved, idx + npages);
+        POOL_CRASH_POINT("pageheap.carve");
     } else {
         uint32_t start = ph->carved + lead_pages(a, ph->carved, align_pages);
         if (start < ph->carved || (uint64_t)start + npages > a->npages) {

@@ -78,6 +78,60 @@ START_TEST(test_long_spans_best_fit)
 }
 END_TEST
 
+/* Long requests of two processes (tags A and B): each takes back its own
+ * pages first, extends its own span at the top rather than fault a whole
+ * block, and carves fresh pages rather than take a span the other still
+ * maps, until the arena has none; then it takes the other's. */
+static uint32_t take_as(uint32_t npages, uint16_t tag)
+{
+    uint32_t s = pool_pageheap_alloc_(&pool_arena_, npages, 1, 0, tag);
+    ck_assert_uint_ne(s, POOL_NIL);
+    ck_assert_uint_eq(pool_arena_.spans[s].npages, npages);
+    return s;
+}
+
+START_TEST(test_long_requests_keep_to_their_pages)
+{
+    enum { A = 200, B = 201, C = 202 };
+    pool_arena_t *a = &pool_arena_;
+    uint32_t x = take_as(300, A), g1 = take(1), n = take(500), g2 = take(1);
+    pool_pageheap_free_(a, x);
+    pool_pageheap_free_(a, n);
+    /* Pages nobody's page tables are known to map (n: untagged) come
+     * before fresh ones. */
+    ck_assert_uint_eq(take_as(450, B), n);
+    pool_pageheap_free_(a, n);
+    /* A takes its own back. */
+    ck_assert_uint_eq(take_as(200, A), x);
+    pool_pageheap_free_(a, x);
+    /* A does not take B's 500 pages: it carves. */
+    uint32_t z = a->ph->carved;
+    ck_assert_uint_eq(take_as(400, A), z);
+    pool_pageheap_free_(a, z);
+    /* A's span is on top: A asking for more extends it, carving only what
+     * it lacks; B asking for as much carves a block of its own. */
+    ck_assert_uint_eq(take_as(600, A), z);
+    ck_assert_uint_eq(a->ph->carved, z + 600);
+    pool_pageheap_free_(a, z);
+    ck_assert_uint_eq(take_as(600, B), z + 600);
+    pool_pageheap_free_(a, z + 600);
+    ck_assert_uint_eq(a->spans[z].npages, 600);
+    pool_test_assert_consistent();
+    /* C, with nothing of its own free, carves while the arena has pages,
+     * then takes the best fit of the others'. */
+    uint32_t c = a->ph->carved;
+    ck_assert_uint_eq(take_as(300, C), c);
+    uint32_t rest = take(a->npages - a->ph->carved);
+    ck_assert_uint_eq(take_as(300, C), x);
+    pool_pageheap_free_(a, x);
+    pool_pageheap_free_(a, c);
+    pool_pageheap_free_(a, rest);
+    pool_pageheap_free_(a, g1);
+    pool_pageheap_free_(a, g2);
+    pool_test_assert_consistent();
+}
+END_TEST
+
 START_TEST(test_aligned_spans)
 {
     pool_arena_t *a = &pool_arena_;
@@ -276,6 +330,7 @@ Suite *make_pageheap_suite(void)
     tcase_add_test(tc, test_carve_and_split);
     tcase_add_test(tc, test_coalesce_both_sides);
     tcase_add_test(tc, test_long_spans_best_fit);
+    tcase_add_test(tc, test_long_requests_keep_to_their_pages);
     tcase_add_test(tc, test_aligned_spans);
     tcase_add_test(tc, test_big_requests);
     tcase_add_test(tc, test_release_to_os);

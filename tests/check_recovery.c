@@ -200,6 +200,48 @@ START_TEST(test_pageheap_undone_carve)
 }
 END_TEST
 
+/* A long request that extends the free span on top of the carved pages,
+ * undone at each of its steps in turn: the span must be free and listed
+ * again with its length, and the carved pages end where they did. */
+START_TEST(test_pageheap_undone_extension)
+{
+    pool_arena_t *a = &pool_arena_;
+    const uint32_t top_pages = 2 * POOL_FREE_LISTS, want = 3 * POOL_FREE_LISTS;
+    uint32_t top = pool_pageheap_alloc_(a, top_pages, 1, 0, POOL_NO_SLOT);
+    ck_assert_uint_ne(top, POOL_NIL);
+    pool_pageheap_free_(a, top);
+    uint32_t carved = a->ph->carved;
+    ck_assert_uint_eq(top + top_pages, carved);
+    unsigned killed = 0;
+    for (unsigned step = 1; step < 64; step++) {
+        pid_t pid = fork_attached();
+        if (pid == 0) {
+            char spec[40];
+            snprintf(spec, sizeof spec, "journal.page-alloc:%u", step);
+            setenv("SHMPOOL_CRASH", spec, 1);
+            pool_crash_config_();
+            uint32_t got = pool_pageheap_alloc_(a, want, 1, 0, pool_thread_tag());
+            _exit(got == top && a->ph->carved == top + want ? 2 : 3);
+        }
+        int st;
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 2)
+            break;
+        ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "step %u: status %#x", step,
+                      (unsigned)st);
+        killed++;
+        supervise(pid);
+        ck_assert_uint_eq(a->ph->carved, carved);
+        ck_assert_uint_eq(a->spans[top].state, POOL_SPAN_FREE);
+        ck_assert_uint_eq(a->spans[top].npages, top_pages);
+        ck_assert_uint_eq(a->ph->heads[0], top);
+        pool_test_assert_consistent();
+    }
+    ck_assert_uint_ge(killed, 2);
+    ck_assert_uint_eq(a->ph->carved, top + want);
+}
+END_TEST
+
 /* The next locker is an attached process doing its own work; the check
  * after it has nothing left open. */
 START_TEST(test_pageheap_recovered_by_next_locker)
@@ -319,6 +361,7 @@ Suite *make_recovery_points_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_pageheap_death_inside_operation);
     tcase_add_test(tc, test_pageheap_undone_carve);
+    tcase_add_test(tc, test_pageheap_undone_extension);
     tcase_add_loop_test(tc, test_class_death_inside_operation, 1, POOL_NCLASSES);
     suite_add_tcase(s, tc);
     return s;
