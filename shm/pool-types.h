@@ -80,7 +80,7 @@
 #define POOL_MAGIC UINT64_C(0x6c6f6f706d687373) /* "sshmpool" little-endian */
 /* Bumped whenever a shared structure changes shape.  Debug and spin builds
  * change the span and lock layouts, so they are folded into the version. */
-#define POOL_LAYOUT_VERSION 8u
+#define POOL_LAYOUT_VERSION 9u
 
 /* ------------------------------------------------------------------------ */
 /* Locks                                                                     */
@@ -145,7 +145,9 @@ typedef struct pool_journal_sh_s {
     int32_t xholder;    /* pid holding the lock, 0 when free (atomic) */
     uint64_t xsince_ns; /* monotonic time it was taken (atomic) */
     uint64_t rolled_back; /* operations undone after a dead owner */
-    uint64_t pad_[3];
+    int32_t xcpu;       /* CPU the holder (when free: the last) took it on (atomic) */
+    uint32_t pad32_;
+    uint64_t pad_[2];
     pool_undo_sh_t undo[POOL_JOURNAL_MAX];
 } __attribute__((aligned(64))) pool_journal_sh_t;
 

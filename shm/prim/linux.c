@@ -193,6 +193,11 @@ void pool_prim_yield_(void)
     sched_yield();
 }
 
+int pool_prim_cpu_(void)
+{
+    return sched_getcpu();
+}
+
 uint64_t pool_prim_now_ns_(void)
 {
     struct timespec ts;

@@ -61,6 +61,8 @@ int pool_prim_getpid_(void);
 int pool_prim_gettid_(void);
 /* Let another thread run (spinlock back-off). */
 void pool_prim_yield_(void);
+/* The CPU the calling thread runs on, or -1 when the system does not say. */
+int pool_prim_cpu_(void);
 /* Monotonic clock in nanoseconds. */
 uint64_t pool_prim_now_ns_(void);
 /* Monotonic clock, coarse (a few ms) and cheap: lock-holder timestamps. */
