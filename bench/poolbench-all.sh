@@ -20,6 +20,10 @@
 #                 with --enable-pool-lock=spin, at -P 2 (workers <= cores on
 #                 a 2-core machine) and -P 4 (workers > cores).
 # frag runs alone per allocator: its memory figures are the process's.
+# large does too: glibc's arm faults in and zeroes some 600 MB of fresh
+# pages a run, which leaves the caches cold for the next arm's page walks
+# (the pool's -P 1 run took 270-290 us a pair after glibc's, 160-180 us
+# alone), and the peers it is compared with run alone.
 # pingpong and prodcons free every block in another worker than the one
 # that allocated it, which under -P only the pool can do: there the peers
 # get a row that says so, and the report compares the pool's -P N with the
@@ -183,7 +187,7 @@ if [ -z "$regions_only" ]; then
         n=${mode#??}
         for w in $workloads; do
             echo "poolbench-all.sh: $w $flag $n" >&2
-            if [ "$w" = frag ]; then
+            if [ "$w" = frag ] || [ "$w" = large ]; then
                 one "$tmp/rows" "" -- "$bench" --workload "$w" "$flag" "$n" --allocator pool
                 one "$tmp/rows" "" -- "$bench" --workload "$w" "$flag" "$n" --allocator malloc \
                     --label glibc
