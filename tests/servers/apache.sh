@@ -29,9 +29,13 @@ Group www-data"
 # distinct pids in it are the children that lived.  Prefork replaces exited
 # children only in its once-a-second maintenance, at most 32 at a time
 # (MAX_SPAWN_RATE): hence 32 spare children, the most it can recycle (about
-# 27 a second here, with or without the library: 2,000 take 75 s); and a
-# maximum of 33 spares, so that the idle set settles at 32 or 33 and the
-# levels before and after compare.
+# 27 a second here, with or without the library: 2,000 take 75 s).  And
+# no maximum below ServerLimit: above MaxSpareServers the master stops one
+# idle child a second (a byte down its pipe of death, then a dummy
+# connection to wake a child, which a child serves as one of its five),
+# and a dying child is dead in the arena until the master's next wait, a
+# second later.  With 33, a burst of spawns could keep that trimming going
+# past the settle's 20 s, one dead child at almost every reading.
 cat >"$tmp/httpd.conf" <<EOF
 ServerRoot $tmp
 ServerName 127.0.0.1
@@ -51,7 +55,7 @@ DocumentRoot $tmp/www
 KeepAlive Off
 StartServers 32
 MinSpareServers 32
-MaxSpareServers 33
+MaxSpareServers 64
 ServerLimit 64
 MaxRequestWorkers 64
 MaxConnectionsPerChild $per_child

@@ -353,6 +353,12 @@ t_settle() {
     echo "---- pid $2 (the master): wchan $(cat /proc/"$2"/wchan 2>&1), syscall $(cat /proc/"$2"/syscall 2>&1)"
     grep -E '^(State|SigPnd|ShdPnd|SigBlk)' /proc/"$2"/status 2>&1
     if command -v gdb >/dev/null; then gdb -p "$2" -batch -ex bt 2>&1 | grep '^#' | head -n 25; fi
+    # A zombie its master has not waited for: its threads, and what the
+    # master's next waits return.
+    for z in $(ps -o pid=,stat= --ppid "$2" | awk '$2 ~ /^Z/ { print $1 }'); do
+        echo "---- zombie $z: $(grep -E '^(Threads|Tgid|PPid|TracerPid)' /proc/"$z"/status 2>&1 | tr '\n\t' '  '), tasks $(ls /proc/"$z"/task 2>&1 | tr '\n' ' ')"
+    done
+    if command -v strace >/dev/null; then timeout 3 strace -tt -p "$2" 2>&1 | head -n 30; fi
 }
 
 # t_check_arena WHAT BEFORE AFTER KILLS: the checks on the arena after a
