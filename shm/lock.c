@@ -166,12 +166,6 @@ static void recover(pool_arena_t *a, pool_lock_kind_t kind, unsigned arg)
  * is), and every try would keep it off the CPU a little longer. */
 #define POOL_LOCK_SPINS 16
 
-static bool worth_spinning(const pool_journal_sh_t *j)
-{
-    int cpu = pool_prim_cpu_();
-    return cpu < 0 || pool_atomic_load_relaxed(&j->xcpu) != cpu;
-}
-
 /* Acquire, blocking or (deadline not NULL, CLOCK_REALTIME as the mutex
  * wants it) until the deadline.  Returns false on timeout. */
 static bool acquire(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsigned arg,
@@ -191,7 +185,10 @@ static bool acquire(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, u
         if (pool_config_stats)
             t0 = pool_now_ns_();
         const pool_journal_sh_t *j = pool_journal_(a, kind, arg);
-        for (unsigned i = 0; i < POOL_LOCK_SPINS && rc == EBUSY && worth_spinning(j); i++) {
+        int cpu = pool_prim_cpu_();
+        for (unsigned i = 0; i < POOL_LOCK_SPINS && rc == EBUSY; i++) {
+            if (cpu >= 0 && pool_atomic_load_relaxed(&j->xcpu) == cpu)
+                break;
             for (unsigned k = 0; k < 4; k++)
                 __builtin_ia32_pause();
             rc = pthread_mutex_trylock(&l->mutex);

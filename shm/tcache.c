@@ -76,13 +76,19 @@ static void release(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, void *c
     pool_central_release_(a, cls, objs, n);
 }
 
-void pool_tcache_flush_(pool_arena_t *a, pool_tcache_sh_t *tc)
+/* Give every object in bin (of class cls) back, a release at a time. */
+static void release_bin(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, pool_bin_t *bin)
 {
     void *objs[POOL_RELEASE_MAX];
+    for (uint32_t n; (n = bin_cut(bin, objs, POOL_RELEASE_MAX)) > 0;)
+        release(a, tc, cls, objs, n);
+}
+
+void pool_tcache_flush_(pool_arena_t *a, pool_tcache_sh_t *tc)
+{
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
         pool_bin_t *bin = &tc->bins[cls];
-        for (uint32_t n; (n = bin_cut(bin, objs, POOL_RELEASE_MAX)) > 0;)
-            release(a, tc, cls, objs, n);
+        release_bin(a, tc, cls, bin);
         bin->len = 0;
         bin->batch = 1;
     }
@@ -104,21 +110,19 @@ void pool_thread_scavenge(void)
     if (tc == &pool_empty_tcache_)
         return;
     guard_enter();
-    void *objs[POOL_RELEASE_MAX];
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
         pool_bin_t *bin = &tc->bins[cls];
-        uint32_t keep = bin->len / 2;
-        if (bin->len == keep)
+        if (bin->len == 0)
             continue;
         /* The first half stays: the most recently freed, warmest. */
+        uint32_t keep = bin->len / 2;
         void **link = &bin->head;
         for (uint32_t i = 0; i < keep; i++)
             link = (void **)*link;
         pool_bin_t rest = { .head = *link, .len = bin->len - keep };
         *link = NULL;
         bin->len = keep;
-        for (uint32_t n; (n = bin_cut(&rest, objs, POOL_RELEASE_MAX)) > 0;)
-            release(&pool_arena_, tc, cls, objs, n);
+        release_bin(&pool_arena_, tc, cls, &rest);
     }
     /* An attached thread moves the quiet classes' empty spans: if it dies
      * on the way, its tag on them has the reaper finish the move. */

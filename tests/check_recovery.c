@@ -147,6 +147,31 @@ START_TEST(test_pageheap_death_inside_operation)
 }
 END_TEST
 
+/* A child allocates npages for class cls (0: a big span) from the page
+ * heap and dies at the step-th journaled write of the allocation.  True
+ * when it died there, and its lock has been recovered; false when the
+ * allocation had fewer steps and completed. */
+static bool page_alloc_killed(unsigned step, uint32_t npages, unsigned cls)
+{
+    pid_t pid = fork_attached();
+    if (pid == 0) {
+        char spec[40];
+        snprintf(spec, sizeof spec, "journal.page-alloc:%u", step);
+        setenv("SHMPOOL_CRASH", spec, 1);
+        pool_crash_config_();
+        pool_pageheap_alloc_(&pool_arena_, npages, 1, cls, pool_thread_tag());
+        _exit(2);
+    }
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 2)
+        return false;
+    ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "step %u: status %#x", step,
+                  (unsigned)st);
+    supervise(pid);
+    return true;
+}
+
 /* A carve of a small-object span undone at each of its steps in turn:
  * the class bytes it wrote past the pages it gave back must go too, or
  * the big span carved there next is freed as a small object. */
@@ -158,29 +183,14 @@ START_TEST(test_pageheap_undone_carve)
     unsigned killed = 0;
     for (unsigned step = 1; step < 64; step++) {
         uint32_t carved = a->ph->carved;
-        pid_t pid = fork_attached();
-        if (pid == 0) {
-            char spec[40];
-            snprintf(spec, sizeof spec, "journal.page-alloc:%u", step);
-            setenv("SHMPOOL_CRASH", spec, 1);
-            pool_crash_config_();
-            pool_pageheap_alloc_(a, (uint32_t)(bytes >> POOL_PAGE_SHIFT), 1, 1,
-                                 pool_thread_tag());
-            _exit(2);
-        }
-        int st;
-        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-        if (WIFEXITED(st) && WEXITSTATUS(st) == 2)
+        if (!page_alloc_killed(step, (uint32_t)(bytes >> POOL_PAGE_SHIFT), 1))
             break;
-        ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "step %u: status %#x", step,
-                      (unsigned)st);
         killed++;
-        supervise(pid);
         ck_assert_uint_eq(a->ph->carved, carved);
         pool_test_assert_consistent();
         /* The big span carved over the undone pages is freed, then kept
          * (owned by nobody) so that the next step carves fresh pages. */
-        pid = fork_attached();
+        pid_t pid = fork_attached();
         if (pid == 0) {
             for (int keep = 0; keep < 2; keep++) {
                 void *big = pool_malloc(bytes);
@@ -214,23 +224,9 @@ START_TEST(test_pageheap_undone_extension)
     ck_assert_uint_eq(top + top_pages, carved);
     unsigned killed = 0;
     for (unsigned step = 1; step < 64; step++) {
-        pid_t pid = fork_attached();
-        if (pid == 0) {
-            char spec[40];
-            snprintf(spec, sizeof spec, "journal.page-alloc:%u", step);
-            setenv("SHMPOOL_CRASH", spec, 1);
-            pool_crash_config_();
-            uint32_t got = pool_pageheap_alloc_(a, want, 1, 0, pool_thread_tag());
-            _exit(got == top && a->ph->carved == top + want ? 2 : 3);
-        }
-        int st;
-        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-        if (WIFEXITED(st) && WEXITSTATUS(st) == 2)
+        if (!page_alloc_killed(step, want, 0))
             break;
-        ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "step %u: status %#x", step,
-                      (unsigned)st);
         killed++;
-        supervise(pid);
         ck_assert_uint_eq(a->ph->carved, carved);
         ck_assert_uint_eq(a->spans[top].state, POOL_SPAN_FREE);
         ck_assert_uint_eq(a->spans[top].npages, top_pages);
@@ -238,7 +234,10 @@ START_TEST(test_pageheap_undone_extension)
         pool_test_assert_consistent();
     }
     ck_assert_uint_ge(killed, 2);
+    /* The allocation that completed extended the top span. */
     ck_assert_uint_eq(a->ph->carved, top + want);
+    ck_assert_uint_eq(a->spans[top].state, POOL_SPAN_BIG);
+    ck_assert_uint_eq(a->spans[top].npages, want);
 }
 END_TEST
 
