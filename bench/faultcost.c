@@ -7,14 +7,19 @@
  * virtual machine, so the report measures it rather than assume it.
  *
  * Figures over 64 MiB touched at a 4 KiB stride, in ns per page: a first
- * touch of private anonymous memory (the page is allocated and zeroed), a
- * first touch in a child of shared memory its parent already touched (the
- * page exists and only needs mapping: the shared heap's case), and a
- * second touch (the loop itself, no fault).  Then the remedy a shared heap
- * could try, MADV_POPULATE_WRITE: what mapping the pages in one call costs
- * a child, what its first touch costs after that, and what the call costs
- * again over pages already mapped (the price of not knowing which pages a
- * process maps).  Median of five.  Usage: faultcost [MiB]
+ * touch of private anonymous memory (the page is allocated and zeroed),
+ * with huge pages refused and then as the system gives it, which is what a
+ * private heap pays (a kernel that maps anonymous memory in folios of
+ * several pages, mTHP, faults once per folio; it may not do so for shared
+ * memory); a first touch of shared memory (allocated and zeroed: the
+ * shared heap's fresh pages); a first touch in a child of shared memory
+ * its parent already touched (the page exists and only needs mapping: the
+ * shared heap's case); and a second touch (the loop itself, no fault).
+ * Then the remedy a shared heap could try, MADV_POPULATE_WRITE: what
+ * mapping the pages in one call costs a child, what its first touch costs
+ * after that, and what the call costs again over pages already mapped
+ * (the price of not knowing which pages a process maps).  Median of five.
+ * Usage: faultcost [MiB]
  */
 #include "config.h"
 
@@ -83,6 +88,8 @@ static void *map(size_t len, int flags)
 /* What the child measured, in memory it shares with the parent; the
  * populate figures are negative when the call is not supported. */
 typedef struct child_result_s {
+    double parent_ns;      /* the parent's first touch, which allocates */
+    long parent_faults;
     double ns;             /* first touch */
     long faults;
     double populate_ns;    /* MADV_POPULATE_WRITE before the touch */
@@ -111,8 +118,8 @@ static child_result_t shared_in_child(size_t len, bool populated)
 {
     char *p = map(len, MAP_SHARED);
     child_result_t *out = map(sizeof *out, MAP_SHARED);
-    long ignored;
-    touch(p, len, &ignored);
+    long parent_faults;
+    double parent_ns = touch(p, len, &parent_faults);
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
@@ -131,6 +138,8 @@ static child_result_t shared_in_child(size_t len, bool populated)
         exit(1);
     }
     child_result_t r = *out;
+    r.parent_ns = parent_ns;
+    r.parent_faults = parent_faults;
     munmap(p, len);
     munmap(out, sizeof *out);
     return r;
@@ -157,9 +166,9 @@ int main(int argc, char **argv)
         return 2;
     }
     size_t len = mib << 20, pages = len / STRIDE;
-    double first[ROUNDS], shared[ROUNDS], again[ROUNDS];
+    double first[ROUNDS], given[ROUNDS], fresh[ROUNDS], shared[ROUNDS], again[ROUNDS];
     double pop[ROUNDS], after[ROUNDS], repop[ROUNDS];
-    long f_first = 0, f_again = 0;
+    long f_first = 0, f_given = 0, f_again = 0;
     child_result_t plain = { 0 }, populated = { 0 };
     for (int r = 0; r < ROUNDS; r++) {
         char *p = map(len, MAP_PRIVATE);
@@ -167,7 +176,11 @@ int main(int argc, char **argv)
         first[r] = touch(p, len, &f_first);
         again[r] = touch(p, len, &f_again);
         munmap(p, len);
+        p = map(len, MAP_PRIVATE);
+        given[r] = touch(p, len, &f_given);
+        munmap(p, len);
         plain = shared_in_child(len, false);
+        fresh[r] = plain.parent_ns;
         shared[r] = plain.ns;
         populated = shared_in_child(len, true);
         pop[r] = populated.populate_ns;
@@ -177,6 +190,8 @@ int main(int argc, char **argv)
     printf("faultcost: %zu MiB, %zu pages of %d bytes, median of %d, ns per page\n", mib, pages,
            STRIDE, ROUNDS);
     line("private, first touch (allocate)", first, f_first);
+    line("  the same, as the system maps it", given, f_given);
+    line("shared, first touch (allocate)", fresh, plain.parent_faults);
     line("shared, first touch in a second process", shared, plain.faults);
     line("touched again (no fault)", again, f_again);
     line("shared, MADV_POPULATE_WRITE in a second one", pop, -1);
