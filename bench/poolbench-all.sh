@@ -19,6 +19,15 @@
 #   pool-spin     with --spin-build DIR: the pool arm of a build configured
 #                 with --enable-pool-lock=spin, at -P 2 (workers <= cores on
 #                 a 2-core machine) and -P 4 (workers > cores).
+#   pool-thp      the pool arm with SHMPOOL_HUGEPAGES=thp, for frag and
+#                 large (the workloads whose cost is page faults), when the
+#                 system gives shared memory transparent huge pages
+#                 (shmem_enabled not never or deny).  A kernel that maps
+#                 private memory in folios of several pages (mTHP) but
+#                 shared memory in base pages makes every fresh page cost
+#                 the pool more than a private heap (bench/faultcost
+#                 measures both); this arm shows what the arena's option
+#                 for it buys.
 # frag runs alone per allocator: its memory figures are the process's.
 # large does too: glibc's arm faults in and zeroes some 600 MB of fresh
 # pages a run, which leaves the caches cold for the next arm's page walks
@@ -131,6 +140,10 @@ for w in $workloads; do
 done
 [ -n "$workloads" ] || workloads=$known
 modes="-P1 -P2 -P4 -T2 -T4"
+thp=
+case $(cat /sys/kernel/mm/transparent_hugepage/shmem_enabled 2>/dev/null) in
+*'[advise]'*|*'[within_size]'*|*'[always]'*|*'[force]'*) thp=yes ;;
+esac
 version() { dpkg-query -W -f '${Version}' "$1" 2>/dev/null || echo unknown; }
 
 # one ROWS RENAMES ENV... -- POOLBENCH-ARGS: one poolbench invocation whose
@@ -191,6 +204,10 @@ if [ -z "$regions_only" ]; then
                 one "$tmp/rows" "" -- "$bench" --workload "$w" "$flag" "$n" --allocator pool
                 one "$tmp/rows" "" -- "$bench" --workload "$w" "$flag" "$n" --allocator malloc \
                     --label glibc
+                if [ -n "$thp" ]; then
+                    one "$tmp/rows" pool=pool-thp SHMPOOL_HUGEPAGES=thp -- "$bench" --workload "$w" \
+                        "$flag" "$n" --allocator pool
+                fi
             else
                 one "$tmp/rows" "" -- "$bench" --workload "$w" "$flag" "$n" --label glibc
             fi
@@ -252,10 +269,11 @@ if [ -z "$regions_only" ]; then
                 vcsw[row, a] = $col["vcsw_per_kpair"]
                 fpp[row, a] = sprintf("%.0f", $col["faults_per_kpair"] / 1000)
             }
-            if (v != "" && a != "pool" && a != "pool-spin" && a != "pool-preload" && a != "glibc" &&
+            if (v != "" && a != "pool" && a != "pool-spin" && a != "pool-thp" && a != "pool-preload" && a != "glibc" &&
                 (!((row) in best) || v + 0 < best[row] + 0)) { best[row] = v; bestname[row] = a }
             if (a == "pool" && $col["ratio_to_malloc"] != "") ratio[row] = $col["ratio_to_malloc"]
             if (a == "pool" && v != "") pool[row] = v
+            if (a == "pool-thp" && v != "") { thp[row] = v; anythp = 1 }
             if (w == "frag" && v != "") {
                 mrow = m; if (!(mrow in mseen)) { mseen[mrow] = 1; morder[++nm] = mrow }
                 mem[mrow, a] = $col["pss_kb"] " / " $col["rss_kb"] " / " $col["rss_shmem_kb"] " / " $col["big_10mib"]
@@ -276,7 +294,7 @@ if [ -z "$regions_only" ]; then
             md_table("| workload | mode |", "|---|---|", "--:|", v, sel, n)
         }
         END {
-            n = split("pool pool-spin pool-preload glibc jemalloc tcmalloc mimalloc", all, " ")
+            n = split("pool pool-spin pool-thp pool-preload glibc jemalloc tcmalloc mimalloc", all, " ")
             k = 0
             for (i = 1; i <= n; i++) if (all[i] in aseen) names[++k] = all[i]
             # A -P row the peers cannot run (pingpong, prodcons) is compared with
@@ -292,8 +310,8 @@ if [ -z "$regions_only" ]; then
             }
             printf "## ns per malloc+free pair (median)\n\n| workload | mode |"
             for (i = 1; i <= k; i++) printf " %s |", names[i]
-            printf " pool ÷ glibc | pool ÷ best peer |\n|---|---|"
-            for (i = 1; i <= k + 2; i++) printf "--:|"
+            printf " pool ÷ glibc | pool ÷ best peer |%s\n|---|---|", anythp ? " pool-thp ÷ best peer |" : ""
+            for (i = 1; i <= k + 2 + anythp; i++) printf "--:|"
             printf "\n"
             for (r = 1; r <= nrow; r++) {
                 row = order[r]
@@ -303,6 +321,10 @@ if [ -z "$regions_only" ]; then
                 if ((row in pool) && (row in best) && best[row] + 0 > 0)
                     printf " %.3f (%s) |", pool[row] / best[row], bestname[row]
                 else
+                    printf " |"
+                if (anythp && (row in thp) && (row in best) && best[row] + 0 > 0)
+                    printf " %.3f (%s) |", thp[row] / best[row], bestname[row]
+                else if (anythp)
                     printf " |"
                 printf "\n"
             }
