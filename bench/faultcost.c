@@ -12,7 +12,9 @@
  * private heap pays (a kernel that maps anonymous memory in folios of
  * several pages, mTHP, faults once per folio; it may not do so for shared
  * memory); a first touch of shared memory (allocated and zeroed: the
- * shared heap's fresh pages); a first touch in a child of shared memory
+ * shared heap's fresh pages), and the same with MADV_HUGEPAGE (what the
+ * arena's SHMPOOL_HUGEPAGES=thp gets where shmem_enabled allows it); a
+ * first touch in a child of shared memory
  * its parent already touched (the page exists and only needs mapping: the
  * shared heap's case); and a second touch (the loop itself, no fault).
  * Then the remedy a shared heap could try, MADV_POPULATE_WRITE: what
@@ -145,12 +147,14 @@ static child_result_t shared_in_child(size_t len, bool populated)
     return r;
 }
 
-/* One output line: a median, and the faults of the last round. */
-static void line(const char *what, double *v, long faults)
+/* One output line: a median, and the faults of the last round.  A figure
+ * that needs an madvise advice names it in `missing` (else NULL): its
+ * median is negative when the kernel refused it. */
+static void line(const char *what, double *v, long faults, const char *missing)
 {
     double m = median(v);
-    if (m < 0)
-        printf("  %-44s %9s\n", what, "n/a (no MADV_POPULATE_WRITE)");
+    if (m < 0 && missing != NULL)
+        printf("  %-44s       n/a (no %s)\n", what, missing);
     else if (faults < 0)
         printf("  %-44s %9.0f\n", what, m);
     else
@@ -166,9 +170,9 @@ int main(int argc, char **argv)
         return 2;
     }
     size_t len = mib << 20, pages = len / STRIDE;
-    double first[ROUNDS], given[ROUNDS], fresh[ROUNDS], shared[ROUNDS], again[ROUNDS];
+    double first[ROUNDS], given[ROUNDS], fresh[ROUNDS], huge[ROUNDS], shared[ROUNDS], again[ROUNDS];
     double pop[ROUNDS], after[ROUNDS], repop[ROUNDS];
-    long f_first = 0, f_given = 0, f_again = 0;
+    long f_first = 0, f_given = 0, f_huge = 0, f_again = 0;
     child_result_t plain = { 0 }, populated = { 0 };
     for (int r = 0; r < ROUNDS; r++) {
         char *p = map(len, MAP_PRIVATE);
@@ -178,6 +182,9 @@ int main(int argc, char **argv)
         munmap(p, len);
         p = map(len, MAP_PRIVATE);
         given[r] = touch(p, len, &f_given);
+        munmap(p, len);
+        p = map(len, MAP_SHARED);
+        huge[r] = madvise(p, len, MADV_HUGEPAGE) == 0 ? touch(p, len, &f_huge) : -1;
         munmap(p, len);
         plain = shared_in_child(len, false);
         fresh[r] = plain.parent_ns;
@@ -189,13 +196,14 @@ int main(int argc, char **argv)
     }
     printf("faultcost: %zu MiB, %zu pages of %d bytes, median of %d, ns per page\n", mib, pages,
            STRIDE, ROUNDS);
-    line("private, first touch (allocate)", first, f_first);
-    line("  the same, as the system maps it", given, f_given);
-    line("shared, first touch (allocate)", fresh, plain.parent_faults);
-    line("shared, first touch in a second process", shared, plain.faults);
-    line("touched again (no fault)", again, f_again);
-    line("shared, MADV_POPULATE_WRITE in a second one", pop, -1);
-    line("  then its first touch", after, populated.faults);
-    line("  then MADV_POPULATE_WRITE again (mapped)", repop, -1);
+    line("private, first touch (allocate)", first, f_first, NULL);
+    line("  the same, as the system maps it", given, f_given, NULL);
+    line("shared, first touch (allocate)", fresh, plain.parent_faults, NULL);
+    line("  the same, MADV_HUGEPAGE", huge, f_huge, "MADV_HUGEPAGE");
+    line("shared, first touch in a second process", shared, plain.faults, NULL);
+    line("touched again (no fault)", again, f_again, NULL);
+    line("shared, MADV_POPULATE_WRITE in a second one", pop, -1, "MADV_POPULATE_WRITE");
+    line("  then its first touch", after, populated.faults, "MADV_POPULATE_WRITE");
+    line("  then MADV_POPULATE_WRITE again (mapped)", repop, -1, "MADV_POPULATE_WRITE");
     return 0;
 }
