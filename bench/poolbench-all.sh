@@ -185,10 +185,28 @@ function md_table(head, sep, align, v, sel, n,   i, r) {
     }
 }'
 
+# The folio sizes the kernel may use, per size and kind ("enabled" for
+# private memory, "shmem_enabled" for shared), with their setting, and the
+# top-level one that "inherit" refers to: they decide what a fresh page
+# costs each arm.
+folios() {
+    list=
+    for f in /sys/kernel/mm/transparent_hugepage/hugepages-*kB/"$1"; do
+        [ -r "$f" ] || continue
+        v=$(sed 's/.*\[\([a-z_+]*\)\].*/\1/' "$f")
+        [ "$v" = never ] && continue
+        size=${f#*hugepages-}
+        list="$list ${size%%/*} $v,"
+    done
+    top=$(sed 's/.*\[\([a-z_+]*\)\].*/\1/' "/sys/kernel/mm/transparent_hugepage/$1" 2>/dev/null)
+    echo "${list:- none,} top-level ${top:-unknown}"
+}
+
 # The machine, for both reports.
 machine() {
     echo "Machine: $(hostname -s), $(nproc) online CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)),"
     echo "Linux $(uname -r), $(ldd --version 2>&1 | head -n 1)."
+    echo "Folios (mTHP) for private memory:$(folios enabled); for shared memory:$(folios shmem_enabled)."
     echo "Allocators: jemalloc $(version libjemalloc2), tcmalloc (minimal) $(version libtcmalloc-minimal4),"
     echo "mimalloc $(version libmimalloc2.0); the pool and the region from this tree$(git -C "$here/.." rev-parse --short HEAD 2>/dev/null | sed 's/^/ at /')."
 }
