@@ -6,8 +6,9 @@
  * pages are carved from the untouched top of the arena.  A long request of
  * a process ranks what it could take by the pages it would fault in
  * (plan()): a free span that process's page tables map beats fresh pages,
- * and fresh pages beat a span another process maps.  A freed span
- * coalesces with free neighbours found through the page map.
+ * and fresh pages beat a span another process maps; from the top free
+ * span it takes the top end.  A freed span coalesces with free neighbours
+ * found through the page map.
  *
  * Release rule (MADV_REMOVE): by decay.  Each period of POOL_DECAY_NS the
  * page heap notes the fewest free pages that had not been given back; at the
@@ -460,6 +461,16 @@ uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_p
     if (how == PLAN_TAKE) {
         pool_span_sh_t *s = &a->spans[idx];
         uint32_t len = s->npages, lead = lead_pages(a, s->start, align_pages);
+        /* A long block taken from the top free span goes at its top end,
+         * so that the pages left free stay next to what lies below and
+         * join it when that is freed (a span that starts the heap has
+         * nothing below it).  At the bottom of the span, the block parted
+         * them: under -T 2, large's two threads left a free run on each
+         * side of one block, and the heap grew inside timed runs until
+         * every order of their requests had met (bench/REPORT.md). */
+        if (cls == 0 && npages >= POOL_FREE_LISTS && align_pages == 1 && s->start > 0 &&
+            s->start + len == ph->carved)
+            lead = len - npages;
         uint8_t returned = s->returned;
         uint16_t mapped_by = s->owner;
         list_remove(a, j, idx);

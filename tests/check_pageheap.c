@@ -78,6 +78,36 @@ START_TEST(test_long_spans_best_fit)
 }
 END_TEST
 
+/* A long block taken from the top free span sits at its top end, so that
+ * what stays free joins the span below it when that is freed: the two make
+ * one run that a longer request then takes without carving.  At the bottom
+ * end the block would part them, and the request would carve. */
+START_TEST(test_long_block_keeps_free_pages_whole)
+{
+    pool_arena_t *a = &pool_arena_;
+    uint32_t below = take(200), top = take(300);
+    ck_assert_uint_eq(top, below + 200);
+    pool_pageheap_free_(a, top);
+    uint32_t block = take(150);
+    ck_assert_uint_eq(block, top + 150);
+    ck_assert_uint_eq(a->spans[top].state, POOL_SPAN_FREE);
+    ck_assert_uint_eq(a->spans[top].npages, 150);
+    pool_test_assert_consistent();
+    pool_pageheap_free_(a, below);
+    ck_assert_uint_eq(a->spans[below].npages, 350);
+    uint32_t carved = a->ph->carved;
+    ck_assert_uint_eq(take(350), below);
+    ck_assert_uint_eq(a->ph->carved, carved);
+    /* A short request keeps to the bottom of the span it takes. */
+    pool_pageheap_free_(a, block);
+    uint32_t small = take(10);
+    ck_assert_uint_eq(small, block);
+    pool_pageheap_free_(a, small);
+    pool_pageheap_free_(a, below);
+    pool_test_assert_consistent();
+}
+END_TEST
+
 /* Long requests of two processes (tags A and B): each takes back its own
  * pages first, extends its own span at the top rather than fault a whole
  * block, and carves fresh pages rather than take a span the other still
@@ -331,6 +361,7 @@ Suite *make_pageheap_suite(void)
     tcase_add_test(tc, test_coalesce_both_sides);
     tcase_add_test(tc, test_long_spans_best_fit);
     tcase_add_test(tc, test_long_requests_keep_to_their_pages);
+    tcase_add_test(tc, test_long_block_keeps_free_pages_whole);
     tcase_add_test(tc, test_aligned_spans);
     tcase_add_test(tc, test_big_requests);
     tcase_add_test(tc, test_release_to_os);

@@ -241,6 +241,43 @@ START_TEST(test_pageheap_undone_extension)
 }
 END_TEST
 
+/* A long request that takes the top end of the free span on top of the
+ * carved pages, undone at each of its steps in turn: the span must be
+ * free and listed again whole; the allocation that completes leaves its
+ * bottom part free and listed. */
+START_TEST(test_pageheap_undone_top_end)
+{
+    pool_arena_t *a = &pool_arena_;
+    const uint32_t top_pages = 3 * POOL_FREE_LISTS, want = POOL_FREE_LISTS;
+    uint32_t below = pool_pageheap_alloc_(a, 1, 1, 0, POOL_NO_SLOT);
+    uint32_t top = pool_pageheap_alloc_(a, top_pages, 1, 0, POOL_NO_SLOT);
+    ck_assert_uint_ne(below, POOL_NIL);
+    ck_assert_uint_ne(top, POOL_NIL);
+    pool_pageheap_free_(a, top);
+    uint32_t carved = a->ph->carved;
+    ck_assert_uint_eq(top + top_pages, carved);
+    unsigned killed = 0;
+    for (unsigned step = 1; step < 64; step++) {
+        if (!page_alloc_killed(step, want, 0))
+            break;
+        killed++;
+        ck_assert_uint_eq(a->ph->carved, carved);
+        ck_assert_uint_eq(a->spans[top].state, POOL_SPAN_FREE);
+        ck_assert_uint_eq(a->spans[top].npages, top_pages);
+        ck_assert_uint_eq(a->ph->heads[0], top);
+        pool_test_assert_consistent();
+    }
+    ck_assert_uint_ge(killed, 2);
+    ck_assert_uint_eq(a->ph->carved, carved);
+    ck_assert_uint_eq(a->spans[carved - want].state, POOL_SPAN_BIG);
+    ck_assert_uint_eq(a->spans[carved - want].npages, want);
+    ck_assert_uint_eq(a->spans[top].state, POOL_SPAN_FREE);
+    ck_assert_uint_eq(a->spans[top].npages, top_pages - want);
+    ck_assert_uint_eq(a->ph->heads[0], top);
+    pool_test_assert_consistent();
+}
+END_TEST
+
 /* The next locker is an attached process doing its own work; the check
  * after it has nothing left open. */
 START_TEST(test_pageheap_recovered_by_next_locker)
@@ -361,6 +398,7 @@ Suite *make_recovery_points_suite(void)
     tcase_add_test(tc, test_pageheap_death_inside_operation);
     tcase_add_test(tc, test_pageheap_undone_carve);
     tcase_add_test(tc, test_pageheap_undone_extension);
+    tcase_add_test(tc, test_pageheap_undone_top_end);
     tcase_add_loop_test(tc, test_class_death_inside_operation, 1, POOL_NCLASSES);
     suite_add_tcase(s, tc);
     return s;
