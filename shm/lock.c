@@ -95,6 +95,17 @@ static void count_released(pool_lockstats_sh_t *st)
     st->held_ns += pool_now_ns_() - st->since_ns;
 }
 
+/* A moment's pause in a busy-wait, so that the other hardware thread of
+ * the core (often the holder) runs meanwhile. */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 static void spin_lock(pool_arena_t *a, pool_lock_sh_t *l, unsigned arg)
 {
     bool contended = false;
@@ -110,7 +121,7 @@ static void spin_lock(pool_arena_t *a, pool_lock_sh_t *l, unsigned arg)
         if (spins >= 64)
             pool_prim_yield_();
         else
-            __builtin_ia32_pause();
+            cpu_relax();
     }
     if (pool_config_stats)
         count_acquired(&a->lockstats[lock_index(POOL_LOCK_CENTRAL, arg)], contended, t0);
@@ -190,7 +201,7 @@ static bool acquire(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, u
             if (cpu >= 0 && pool_atomic_load_relaxed(&j->xcpu) == cpu)
                 break;
             for (unsigned k = 0; k < 4; k++)
-                __builtin_ia32_pause();
+                cpu_relax();
             rc = pthread_mutex_trylock(&l->mutex);
         }
     }

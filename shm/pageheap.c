@@ -415,18 +415,18 @@ enum { PLAN_TAKE, PLAN_EXTEND, PLAN_CARVE };
  * top span, if its own, extended; a span nobody maps; the same top span;
  * fresh pages, while the arena has them; another process's span (which
  * that process would otherwise take again without a fault); the top span,
- * whoever's.  Others take the best fit, else carve.  *idx: the span taken
- * or extended. */
+ * whoever's.  Others (tag POOL_NO_TAG: short requests, and processes
+ * without a tag) take the best fit, else carve.  *idx: the span taken or
+ * extended. */
 static int plan(pool_arena_t *a, uint32_t npages, uint32_t align, uint16_t tag, uint32_t *idx)
 {
     static const unsigned take_cost[MAPPED_RANKS] = { 0, 2, 5 };
     static const unsigned extend_cost[MAPPED_RANKS] = { 1, 3, 6 };
     const unsigned carve_cost = 4, none = 7;
-    bool ranks = tag != POOL_NO_TAG && npages >= POOL_FREE_LISTS;
     unsigned rank;
-    uint32_t fit = find_free(a, npages, align, ranks ? tag : POOL_NO_TAG, &rank);
+    uint32_t fit = find_free(a, npages, align, tag, &rank);
     *idx = fit;
-    if (!ranks || (fit != POOL_NIL && rank == MAPPED_OWN))
+    if (tag == POOL_NO_TAG || (fit != POOL_NIL && rank == MAPPED_OWN))
         return fit != POOL_NIL ? PLAN_TAKE : PLAN_CARVE;
     uint32_t carved = a->ph->carved;
     uint32_t top = top_free(a, align);
@@ -456,8 +456,9 @@ uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_p
     pool_journal_begin_(j, POOL_OP_PH_ALLOC);
     ph->allocs++;
     uint16_t tag = owner <= POOL_MAX_TAG ? owner : POOL_NO_TAG;
+    bool long_request = cls == 0 && npages >= POOL_FREE_LISTS;
     uint32_t idx;
-    int how = plan(a, npages, align_pages, cls == 0 ? tag : POOL_NO_TAG, &idx);
+    int how = plan(a, npages, align_pages, long_request ? tag : POOL_NO_TAG, &idx);
     if (how == PLAN_TAKE) {
         pool_span_sh_t *s = &a->spans[idx];
         uint32_t len = s->npages, lead = lead_pages(a, s->start, align_pages);
@@ -468,8 +469,7 @@ uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_p
          * them: under -T 2, large's two threads left a free run on each
          * side of one block, and the heap grew inside timed runs until
          * every order of their requests had met (bench/REPORT.md). */
-        if (cls == 0 && npages >= POOL_FREE_LISTS && align_pages == 1 && s->start > 0 &&
-            s->start + len == ph->carved)
+        if (long_request && align_pages == 1 && s->start > 0 && idx == top_free(a, 1))
             lead = len - npages;
         uint8_t returned = s->returned;
         uint16_t mapped_by = s->owner;

@@ -210,18 +210,28 @@ START_TEST(test_pageheap_undone_carve)
 }
 END_TEST
 
-/* A long request that extends the free span on top of the carved pages,
- * undone at each of its steps in turn: the span must be free and listed
- * again with its length, and the carved pages end where they did. */
-START_TEST(test_pageheap_undone_extension)
+/* A free span of top_pages pages that ends where the carved pages do; with
+ * a page in use below it when `below`, so that it does not start the heap. */
+static uint32_t free_top_span(uint32_t top_pages, bool below)
 {
     pool_arena_t *a = &pool_arena_;
-    const uint32_t top_pages = 2 * POOL_FREE_LISTS, want = 3 * POOL_FREE_LISTS;
+    if (below)
+        ck_assert_uint_ne(pool_pageheap_alloc_(a, 1, 1, 0, POOL_NO_SLOT), POOL_NIL);
     uint32_t top = pool_pageheap_alloc_(a, top_pages, 1, 0, POOL_NO_SLOT);
     ck_assert_uint_ne(top, POOL_NIL);
     pool_pageheap_free_(a, top);
+    ck_assert_uint_eq(top + top_pages, a->ph->carved);
+    return top;
+}
+
+/* The long request of want pages that meets the top span, killed at each
+ * of its journaled steps in turn (at least two) until one completes: after
+ * each death the span must be free and listed again whole, and the carved
+ * pages end where they did. */
+static void top_span_undone_at_each_step(uint32_t top, uint32_t top_pages, uint32_t want)
+{
+    pool_arena_t *a = &pool_arena_;
     uint32_t carved = a->ph->carved;
-    ck_assert_uint_eq(top + top_pages, carved);
     unsigned killed = 0;
     for (unsigned step = 1; step < 64; step++) {
         if (!page_alloc_killed(step, want, 0))
@@ -234,6 +244,16 @@ START_TEST(test_pageheap_undone_extension)
         pool_test_assert_consistent();
     }
     ck_assert_uint_ge(killed, 2);
+}
+
+/* A long request that extends the free span on top of the carved pages,
+ * undone at each of its steps in turn. */
+START_TEST(test_pageheap_undone_extension)
+{
+    pool_arena_t *a = &pool_arena_;
+    const uint32_t top_pages = 2 * POOL_FREE_LISTS, want = 3 * POOL_FREE_LISTS;
+    uint32_t top = free_top_span(top_pages, false);
+    top_span_undone_at_each_step(top, top_pages, want);
     /* The allocation that completed extended the top span. */
     ck_assert_uint_eq(a->ph->carved, top + want);
     ck_assert_uint_eq(a->spans[top].state, POOL_SPAN_BIG);
@@ -242,32 +262,15 @@ START_TEST(test_pageheap_undone_extension)
 END_TEST
 
 /* A long request that takes the top end of the free span on top of the
- * carved pages, undone at each of its steps in turn: the span must be
- * free and listed again whole; the allocation that completes leaves its
- * bottom part free and listed. */
+ * carved pages, undone at each of its steps in turn; the allocation that
+ * completes leaves the span's bottom part free and listed. */
 START_TEST(test_pageheap_undone_top_end)
 {
     pool_arena_t *a = &pool_arena_;
     const uint32_t top_pages = 3 * POOL_FREE_LISTS, want = POOL_FREE_LISTS;
-    uint32_t below = pool_pageheap_alloc_(a, 1, 1, 0, POOL_NO_SLOT);
-    uint32_t top = pool_pageheap_alloc_(a, top_pages, 1, 0, POOL_NO_SLOT);
-    ck_assert_uint_ne(below, POOL_NIL);
-    ck_assert_uint_ne(top, POOL_NIL);
-    pool_pageheap_free_(a, top);
+    uint32_t top = free_top_span(top_pages, true);
     uint32_t carved = a->ph->carved;
-    ck_assert_uint_eq(top + top_pages, carved);
-    unsigned killed = 0;
-    for (unsigned step = 1; step < 64; step++) {
-        if (!page_alloc_killed(step, want, 0))
-            break;
-        killed++;
-        ck_assert_uint_eq(a->ph->carved, carved);
-        ck_assert_uint_eq(a->spans[top].state, POOL_SPAN_FREE);
-        ck_assert_uint_eq(a->spans[top].npages, top_pages);
-        ck_assert_uint_eq(a->ph->heads[0], top);
-        pool_test_assert_consistent();
-    }
-    ck_assert_uint_ge(killed, 2);
+    top_span_undone_at_each_step(top, top_pages, want);
     ck_assert_uint_eq(a->ph->carved, carved);
     ck_assert_uint_eq(a->spans[carved - want].state, POOL_SPAN_BIG);
     ck_assert_uint_eq(a->spans[carved - want].npages, want);
