@@ -15,6 +15,11 @@ EXTRA_DIST += bench/http-edges.py
 noinst_PROGRAMS += bench/faultcost
 bench_faultcost_SOURCES = bench/faultcost.c
 
+# linetrip: a cache line's round trip between two CPUs, which on a virtual
+# machine moves as the host moves its CPUs (bench/rounds.sh prints it).
+noinst_PROGRAMS += bench/linetrip
+bench_linetrip_SOURCES = bench/linetrip.c
+
 # --- bench/ab: the server A/B harness (bench/README.md, section bench/ab) ---
 # nreq sends an exact number of requests, so that server-side CPU time,
 # instructions and page faults can be divided by it.

@@ -9,4 +9,5 @@ noinst_PROGRAMS += bench/poolbench
 bench_poolbench_SOURCES = bench/poolbench.c bench/pb-workloads.c bench/poolbench.h \
 	src/region.c src/region.h
 bench_poolbench_LDADD = shm/libshmpool_core.la
-EXTRA_DIST += bench/README.md bench/callgrind.sh bench/poolbench-all.sh bench/peers.sh
+EXTRA_DIST += bench/README.md bench/callgrind.sh bench/poolbench-all.sh bench/peers.sh \
+	bench/rounds.sh
