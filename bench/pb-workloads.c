@@ -289,12 +289,15 @@ static bool ring_push(pb_ring_t *r, void *p)
     return true;
 }
 
-/* Free every block waiting in r; returns how many.  head moves only after
- * the frees, so a producer that sees r empty knows its blocks are freed. */
-PB_INLINE unsigned ring_drain(const pb_ops_t *ops, pb_ring_t *r)
+/* Free the blocks waiting in r, at most max of them; returns how many.
+ * head moves only after the frees, so a producer that sees r empty knows
+ * its blocks are freed. */
+PB_INLINE unsigned ring_drain(const pb_ops_t *ops, pb_ring_t *r, uint64_t max)
 {
     uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
     uint64_t t = atomic_load_explicit(&r->tail, memory_order_acquire);
+    if (t - h > max)
+        t = h + max;
     for (uint64_t i = h; i < t; i++)
         ops->release(r->slot[i % PB_RING_SLOTS]);
     atomic_store_explicit(&r->head, t, memory_order_release);
@@ -308,7 +311,7 @@ PB_INLINE void ring_drain_to_end(const pb_ops_t *ops, pb_ring_t *r, uint64_t seq
     unsigned spins = 0;
     for (;;) {
         bool done = atomic_load_explicit(&r->done, memory_order_acquire) == seq;
-        if (ring_drain(ops, r) > 0)
+        if (ring_drain(ops, r, PB_RING_SLOTS) > 0)
             spins = 0;
         else if (done)
             break;
@@ -320,7 +323,15 @@ PB_INLINE void ring_drain_to_end(const pb_ops_t *ops, pb_ring_t *r, uint64_t seq
 /* Worker i allocates, hands every block to worker i+1 (mod N) and frees
  * what worker i-1 handed it, so every free is of another worker's block.
  * A worker whose outgoing ring is full drains its incoming one while it
- * waits, so a cycle of full rings always moves. */
+ * waits, so a cycle of full rings always moves.  Otherwise it frees, every
+ * PINGPONG_EVERY blocks, no more than that many: a worker that fell behind
+ * and emptied its whole incoming ring each time freed up to a ring's worth
+ * per PINGPONG_EVERY it allocated, fell further behind, and ended a
+ * consumer of the other's blocks, its cache filling while the other's
+ * emptied.  The cell then measured a producer and a consumer (prodcons)
+ * in some runs and an exchange in others, for every allocator. */
+#define PINGPONG_EVERY 16
+
 PB_INLINE void pingpong_body(const pb_ops_t *ops, pb_ctx_t *c)
 {
     pb_ring_t *in = &c->rings[(c->worker + c->workers - 1) % c->workers];
@@ -332,10 +343,10 @@ PB_INLINE void pingpong_body(const pb_ops_t *ops, pb_ctx_t *c)
         void *p = ops->alloc(1 + rng_next(&rng) % 256);
         PB_ESCAPE(p);
         while (!ring_push(out, p))
-            if (ring_drain(ops, in) == 0)
+            if (ring_drain(ops, in, PB_RING_SLOTS) == 0)
                 pb_relax(&spins);
-        if ((i & 15) == 15)
-            ring_drain(ops, in);
+        if (i % PINGPONG_EVERY == PINGPONG_EVERY - 1)
+            ring_drain(ops, in, PINGPONG_EVERY);
         spins = 0;
     }
     atomic_store_explicit(&out->done, c->seq, memory_order_release);
