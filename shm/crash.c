@@ -27,7 +27,7 @@ const char *const pool_crash_points_[] = {
     "pageheap.merge_left", "pageheap.merge_right", "pageheap.release",
     "lock.acquired",    "recover.undo",        "recover.rebuild",
     "reap.found",       "reap.object",         "reap.transit",
-    "reap.slot",
+    "reap.slot",        "tcache.cut",
     "repair.lock",      NULL,
 };
 

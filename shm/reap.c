@@ -165,7 +165,10 @@ static bool reap_release(reap_t *rp, unsigned cls, void *p)
  * object not yet given back, never a dangling head another process may
  * since have reused.  A chain is followed only while each object is a
  * handed-out object of the class: a process killed in the middle of a
- * push or pop leaves at most the length wrong, which is why the walk is
+ * push, a pop or a cut leaves at most the length wrong (by one, or, in
+ * the middle of a refill or a scavenge, short of a chain that goes on:
+ * what is past the walk is the dead process's own, found by the owner
+ * scan, or a live owner's), which is why the walk is
  * bounded by it plus one, not ended by it; what is behind a broken link is
  * counted as leaked. */
 static void reap_cache(reap_t *rp, pool_tcache_sh_t *tc)

@@ -53,15 +53,22 @@ void pool_tcache_init_(pool_arena_t *a, pool_tcache_sh_t *tc, uint16_t slot)
 
 /* Take up to n objects off the head of a bin into out[]: the cut needs a
  * walk of n links either way, and the objects left stay warm for reuse.
- * Returns how many. */
+ * The length follows the head object by object, in that order, so that a
+ * reaper of a process killed in the middle finds them off by one at most,
+ * as after a push or a pop; the objects already cut are the dead
+ * process's own to the reaper, or its owner's, not a leak behind a
+ * length that counts them.  Returns how many. */
 static uint32_t bin_cut(pool_bin_t *bin, void **out, uint32_t n)
 {
     uint32_t k = 0;
     for (void *p = bin->head; p != NULL && k < n; p = bin->head) {
+        POOL_CRASH_POINT("tcache.cut");
         out[k++] = p;
         bin->head = *(void **)p;
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        bin->len--;
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
     }
-    bin->len -= k;
     return k;
 }
 
@@ -120,8 +127,12 @@ void pool_thread_scavenge(void)
         for (uint32_t i = 0; i < keep; i++)
             link = (void **)*link;
         pool_bin_t rest = { .head = *link, .len = bin->len - keep };
-        *link = NULL;
+        /* The length first: a death between the two leaves the bin's chain
+         * longer than its length, which the reaper walks to the length
+         * and one more, rather than a length past the chain's end. */
         bin->len = keep;
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        *link = NULL;
         release_bin(&pool_arena_, tc, cls, &rest);
     }
     /* An attached thread moves the quiet classes' empty spans: if it dies

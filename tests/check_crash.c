@@ -239,6 +239,29 @@ START_TEST(test_every_crash_point)
 }
 END_TEST
 
+/* Debug builds: a process killed while its thread cache gives a bin back
+ * (no lock held yet, some objects already cut off the bin) loses nothing,
+ * and its reap counts no leak: the objects cut are found by their owner. */
+static const char *const cut_kills[] = { "tcache.cut:2", "tcache.cut:40" };
+
+START_TEST(test_kill_in_cut_then_reap)
+{
+    holder_t h;
+    pid_t holder = holder_start(&h);
+    pid_t crasher = spawn(crasher_main, (void *)cut_kills[_i], NULL);
+    pool_test_assert_killed(crasher, cut_kills[_i]);
+    pool_reap_report_t r;
+    size_t leaked = reap(crasher, &r);
+    ck_assert_msg(leaked == 0, "%s: the reap counted %zu bytes as leaked", cut_kills[_i], leaked);
+    ck_assert_uint_ge(r.live, HOLD / 2 * SMALL_A);
+    pid_t worker = spawn(worker_main, NULL, NULL);
+    pool_test_assert_exit0(worker, "the worker after the kill");
+    holder_finish(&h, holder);
+    leaked = reap(worker, NULL) + reap(holder, NULL);
+    pool_test_assert_settled(leaked);
+}
+END_TEST
+
 /* Debug builds: a recovery interrupted by a second kill (inside the
  * roll-back), completed by a third process. */
 static const char *const interrupted[][2] = {
@@ -577,6 +600,8 @@ Suite *make_crash_points_suite(void)
                         (int)(sizeof crash_points / sizeof crash_points[0]));
     tcase_add_loop_test(tc, test_interrupted_recovery, 0,
                         (int)(sizeof interrupted / sizeof interrupted[0]));
+    tcase_add_loop_test(tc, test_kill_in_cut_then_reap, 0,
+                        (int)(sizeof cut_kills / sizeof cut_kills[0]));
     tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);
     return s;
