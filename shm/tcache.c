@@ -53,11 +53,11 @@ void pool_tcache_init_(pool_arena_t *a, pool_tcache_sh_t *tc, uint16_t slot)
 
 /* Take up to n objects off the head of a bin into out[]: the cut needs a
  * walk of n links either way, and the objects left stay warm for reuse.
- * The length follows the head object by object, in that order, so that a
- * reaper of a process killed in the middle finds them off by one at most,
- * as after a push or a pop; the objects already cut are the dead
- * process's own to the reaper, or its owner's, not a leak behind a
- * length that counts them.  Returns how many. */
+ * The length follows the head object by object, so that a reaper of a
+ * process killed in the middle finds them off by one at most, as after a
+ * push or a pop; the objects already cut are the dead process's own to
+ * the reaper, or its owner's, not a leak behind a length that counts
+ * them.  Returns how many. */
 static uint32_t bin_cut(pool_bin_t *bin, void **out, uint32_t n)
 {
     uint32_t k = 0;
@@ -65,8 +65,8 @@ static uint32_t bin_cut(pool_bin_t *bin, void **out, uint32_t n)
         POOL_CRASH_POINT("tcache.cut");
         out[k++] = p;
         bin->head = *(void **)p;
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
         bin->len--;
+        /* Keeps the compiler from gathering the decrements into one. */
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
     }
     return k;
