@@ -115,7 +115,7 @@ value() {
     case $arm in
     pool) set -- "$bench" --allocator pool $(mode_flag "$m") ;;
     before) set -- "$before/bench/poolbench" --allocator pool $(mode_flag "$m") ;;
-    glibc) set -- env "$bench" --allocator malloc --label glibc $(mode_flag "$(peer_mode "$w" "$m")") ;;
+    glibc) set -- "$bench" --allocator malloc --label glibc $(mode_flag "$(peer_mode "$w" "$m")") ;;
     *) eval "so=\$so_$arm"
        set -- env LD_PRELOAD="$so" "$bench" --allocator malloc --label "$arm" \
            $(mode_flag "$(peer_mode "$w" "$m")") ;;
@@ -125,13 +125,25 @@ value() {
         cat "$tmp/err" >&2
         exit 1
     fi
-    v=$(awk -v w="$w" -v ph="$ph" '$1 == w && $2 == ph { print $4; exit }' "$tmp/out")
-    case $v in
-    [0-9]*) echo "$v" ;;
+    # The row after its workload, phase and arm: a figure, or why not.
+    row=$(awk -v w="$w" -v ph="$ph" '$1 == w && $2 == ph { $1 = $2 = $3 = ""; sub(/^ +/, ""); print; exit }' "$tmp/out")
+    case $row in
+    [0-9]*) echo "${row%% *}" ;;
     '') echo "rounds.sh: no $w $ph row from: $* --workload $w" >&2; exit 1 ;;
-    *) echo "rounds.sh: $w $ph $(awk -v w="$w" -v ph="$ph" '$1 == w && $2 == ph { $1 = $2 = $3 = ""; sub(/^ +/, ""); print; exit }' "$tmp/out")" >&2
-       exit 1 ;;
+    *) echo "rounds.sh: $w $ph $row" >&2; exit 1 ;;
     esac
+}
+
+# rotated K ARM...: the arms, starting from the K-th (counting from 0).
+rotated() {
+    k=$1
+    shift
+    i=0 first= last=
+    for a; do
+        if [ "$i" -lt "$k" ]; then last="$last $a"; else first="$first $a"; fi
+        i=$((i + 1))
+    done
+    echo $first $last
 }
 
 narms=$(echo $arms | wc -w)
@@ -142,11 +154,7 @@ while [ "$r" -le "$rounds" ]; do
 $c
 EOF
         ph=${ph:-all}
-        # Round r starts at arm r mod narms.
-        i=0
-        for a in $arms $arms; do
-            i=$((i + 1))
-            [ "$i" -gt $(( (r - 1) % narms )) ] && [ "$i" -le $(( (r - 1) % narms + narms )) ] || continue
+        for a in $(rotated $(( (r - 1) % narms )) $arms); do
             lt=$("$linetrip") || exit 1
             v=$(value "$a" "$w" "$m" "$ph") || exit 1
             echo "$c $a $r $v ${lt%% *}" >>"$tmp/values"
