@@ -102,7 +102,7 @@ def build(a, variants):
                         stdout=out, stderr=subprocess.STDOUT)
                 if r.returncode != 0:
                     raise AbError(f"configure of {v} failed, see {logf}")
-            targets = ["src/poold"] + (["bench/nreq"] if v == "B" else [])
+            targets = ["src/poold"] + (["bench/ab/nreq"] if v == "B" else [])
             r = run(["make", "-j2"] + targets, cwd=d, stdout=out, stderr=subprocess.STDOUT)
             if r.returncode != 0:
                 raise AbError(f"make of {v} failed, see {logf}")

@@ -99,7 +99,7 @@ pairs() {
     esac
 }
 
-bench=$build/bench/poolbench
+bench=$build/bench/poolbench/poolbench
 pool_so=$build/shm/.libs/libshmpool.so
 for f in "$bench" "$pool_so"; do
     if [ ! -f "$f" ]; then

@@ -19,5 +19,5 @@ bench/ab is the command line; what it runs lives here, one concern a module:
                the skewed-burst pass
   meta.py      machine.json and settings.json: what ran, where, how
   plots.py     the gnuplot PNGs
-  report.py    report.md from a results directory, and bench/REPORT.md
+  report.py    report.md from a results directory
 """

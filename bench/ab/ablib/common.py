@@ -7,8 +7,9 @@ import subprocess
 import sys
 
 PROG = "ab"
-HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # bench/
-TOP = os.path.dirname(HERE)
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # bench/ab/
+BENCH = os.path.dirname(HERE)
+TOP = os.path.dirname(BENCH)
 
 
 class AbError(Exception):

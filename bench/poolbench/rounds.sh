@@ -6,7 +6,7 @@
 # state that lasts a few seconds lands on every arm alike.  Then per arm the
 # median of its rounds, and per round the pool's ratio to the best peer of
 # that same round, and to the pool of another build (--before).  Before
-# each invocation bench/linetrip times a cache line's trip between CPUs 0
+# each invocation bench/probes/linetrip times a cache line's trip between CPUs 0
 # and 1, which on a virtual machine moves with the host's placement of
 # them, and with it every cross-worker cell.  See bench/README.md.
 set -eu
@@ -22,7 +22,7 @@ usage: rounds.sh [-b BUILDDIR] [--before BUILDDIR] [--rounds R] [--runs N]
   --runs N       timed runs per invocation, its median taken (default 5)
   --peers L      of glibc jemalloc tcmalloc mimalloc (default all four)
   --per-round    also every round's figures, with the line round trip
-                 bench/linetrip measured before each invocation
+                 bench/probes/linetrip measured before each invocation
 EOF
 }
 
@@ -52,8 +52,8 @@ case $runs in ''|*[!0-9]*|0) echo "rounds.sh: --runs takes a count from 1" >&2; 
 [ -n "$cells" ] || { echo "rounds.sh: name at least one cell" >&2; usage >&2; exit 2; }
 
 for b in "$build" ${before:+"$before"}; do
-    if [ ! -x "$b/bench/poolbench" ]; then
-        echo "rounds.sh: $b/bench/poolbench not found; run make there or pass -b" >&2
+    if [ ! -x "$b/bench/poolbench/poolbench" ]; then
+        echo "rounds.sh: $b/bench/poolbench/poolbench not found; run make there or pass -b" >&2
         exit 1
     fi
     if grep -q '^#define POOL_CONFIG_STATS 1' "$b/config.h" 2>/dev/null; then
@@ -61,8 +61,8 @@ for b in "$build" ${before:+"$before"}; do
         exit 1
     fi
 done
-bench=$build/bench/poolbench
-linetrip=$build/bench/linetrip
+bench=$build/bench/poolbench/poolbench
+linetrip=$build/bench/probes/linetrip
 if [ ! -x "$linetrip" ]; then
     echo "rounds.sh: $linetrip not found; run make in $build" >&2
     exit 1
@@ -114,7 +114,7 @@ value() {
     arm=$1 w=$2 m=$3 ph=$4
     case $arm in
     pool) set -- "$bench" --allocator pool $(mode_flag "$m") ;;
-    before) set -- "$before/bench/poolbench" --allocator pool $(mode_flag "$m") ;;
+    before) set -- "$before/bench/poolbench/poolbench" --allocator pool $(mode_flag "$m") ;;
     glibc) set -- "$bench" --allocator malloc --label glibc $(mode_flag "$(peer_mode "$w" "$m")") ;;
     *) eval "so=\$so_$arm"
        set -- env LD_PRELOAD="$so" "$bench" --allocator malloc --label "$arm" \
@@ -166,7 +166,7 @@ done
 
 echo "# rounds.sh: $rounds rounds, each arm once a round in an order turned by one each round;"
 echo "# one invocation: poolbench --runs $runs, its median in ns per malloc+free pair per worker (large: us);"
-echo "# line: bench/linetrip's round trip between CPUs 0 and 1 just before it, in ns.  A steady round is"
+echo "# line: bench/probes/linetrip's round trip between CPUs 0 and 1 just before it, in ns.  A steady round is"
 echo "# one whose invocations all saw a line trip within 1.25 times the round's shortest."
 for c in $cells; do
     IFS=: read -r w m ph <<EOF
