@@ -35,3 +35,15 @@ bench_probes_forkcost_SOURCES = bench/probes/forkcost.c
 bench_probes_forkcost_LDADD = shm/libshmpool_core.la
 
 EXTRA_DIST += bench/README.md
+
+# bench/REPORT.md is generated from bench/report.in.md and bench/results/ by
+# bench/report; `make report` regenerates it and its plots, and `make check`
+# fails when the committed page is not what the command makes.
+EXTRA_DIST += bench/report bench/report.in.md bench/REPORT.md bench/results \
+	bench/poolbench/median-of-passes
+TESTS += tests/report.sh
+EXTRA_DIST += tests/report.sh
+
+report:
+	$(top_srcdir)/bench/report
+.PHONY: report
