@@ -147,6 +147,8 @@ static int nr_connect(const struct sockaddr_in *sa)
 static void nr_usage(FILE *f)
 {
     fprintf(f, "usage: %s [-c CONNECTIONS] [-d DEPTH] [-t SECONDS] -n REQUESTS ADDR:PORT PATH\n"
+               "Exactly REQUESTS HTTP/1.1 requests, every answer checked for 200; prints\n"
+               "requests=N ok=N bad=B seconds=S.\n"
                "  -c  keep-alive connections (default 50)\n"
                "  -d  requests pipelined per batch (default 1)\n"
                "  -t  give up after this many seconds (default 120)\n"
@@ -159,6 +161,10 @@ int main(int argc, char **argv)
     long conns = 50, total = -1, limit = 120;
     int opt;
 
+    if (argc == 2 && strcmp(argv[1], "--help") == 0) {
+        nr_usage(stdout);
+        return 0;
+    }
     while ((opt = getopt(argc, argv, "c:d:n:t:h")) != -1) {
         switch (opt) {
         case 'c': conns = nr_number("-c", optarg, 1, 100000); break;

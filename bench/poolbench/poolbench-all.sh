@@ -1,7 +1,7 @@
 #!/bin/sh
 # Every poolbench workload at -P 1, -P 2, -P 4, -T 2 and -T 4 for every
 # allocator, into one CSV and one Markdown table.  Run from a Release build
-# directory (or pass -b); see bench/README.md.
+# directory (or pass -b); poolbench --help describes the workloads.
 #
 # Arms:
 #   pool          poolbench --allocator pool: pool_malloc/pool_free called
@@ -63,6 +63,13 @@ usage: poolbench-all.sh [-b BUILDDIR] [--spin-build DIR] [--quick] [--runs R]
 EOF
 }
 
+# --help: the comment above, which says how the tool measures, then usage.
+help() {
+    sed -n '2,/^set -/{/^#/{s/^# \{0,1\}//;p;};}' "$0"
+    echo
+    usage
+}
+
 here=$(cd "$(dirname "$0")" && pwd)
 build=.
 spin=
@@ -81,7 +88,7 @@ while [ $# -gt 0 ]; do
     --request) [ $# -ge 2 ] || { usage >&2; exit 2; }; request=$2; shift 2 ;;
     --workloads) [ $# -ge 2 ] || { usage >&2; exit 2; }; workloads=$2; shift 2 ;;
     --regions-only) regions_only=yes; shift ;;
-    -h|--help) usage; exit 0 ;;
+    -h|--help) help; exit 0 ;;
     -*) echo "poolbench-all.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
     *) [ -z "$out" ] || { usage >&2; exit 2; }; out=$1; shift ;;
     esac

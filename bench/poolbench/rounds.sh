@@ -8,7 +8,7 @@
 # that same round, and to the pool of another build (--before).  Before
 # each invocation bench/probes/linetrip times a cache line's trip between CPUs 0
 # and 1, which on a virtual machine moves with the host's placement of
-# them, and with it every cross-worker cell.  See bench/README.md.
+# them, and with it every cross-worker cell.
 set -eu
 
 usage() {
@@ -24,6 +24,13 @@ usage: rounds.sh [-b BUILDDIR] [--before BUILDDIR] [--rounds R] [--runs N]
   --per-round    also every round's figures, with the line round trip
                  bench/probes/linetrip measured before each invocation
 EOF
+}
+
+# --help: the comment above, which says how the tool measures, then usage.
+help() {
+    sed -n '2,/^set -/{/^#/{s/^# \{0,1\}//;p;};}' "$0"
+    echo
+    usage
 }
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -42,7 +49,7 @@ while [ $# -gt 0 ]; do
     --runs) [ $# -ge 2 ] || { usage >&2; exit 2; }; runs=$2; shift 2 ;;
     --peers) [ $# -ge 2 ] || { usage >&2; exit 2; }; peers=$2; shift 2 ;;
     --per-round) per_round=yes; shift ;;
-    -h|--help) usage; exit 0 ;;
+    -h|--help) help; exit 0 ;;
     -*) echo "rounds.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
     *) cells="$cells $1"; shift ;;
     esac

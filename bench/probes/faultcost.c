@@ -161,12 +161,25 @@ static void line(const char *what, double *v, long faults, const char *missing)
         printf("  %-44s %9.0f  (%ld faults)\n", what, m, faults);
 }
 
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: faultcost [MiB]   (1 to 4096, default 64)\n"
+               "What a first touch costs, in ns per 4 KiB page over MiB touched: private\n"
+               "memory (base pages, then as the system maps it), shared memory (fresh, with\n"
+               "MADV_HUGEPAGE, in a second process), a page touched again, and\n"
+               "MADV_POPULATE_WRITE over shared pages.  Median of five.\n");
+}
+
 int main(int argc, char **argv)
 {
     size_t mib = 64;
+    if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+        usage(stdout);
+        return 0;
+    }
     if (argc > 2 || (argc == 2 && (sscanf(argv[1], "%zu", &mib) != 1 || mib == 0 ||
                                    mib > 4096))) {
-        fprintf(stderr, "usage: faultcost [MiB]   (1 to 4096, default 64)\n");
+        usage(stderr);
         return 2;
     }
     size_t len = mib << 20, pages = len / STRIDE;

@@ -133,6 +133,13 @@ int main(int argc, char **argv)
 {
     static const unsigned defaults[] = { 0, 1, 16, 64, 256 };
     unsigned sizes[16], nsizes = 0;
+    if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+        printf("usage: forkcost [MiB ...]   (0 to 4096 each, default: 0 1 16 64 256)\n"
+               "fork() of a process attached to an arena with MiB in use, against the\n"
+               "same fork of a glibc heap, and posix_spawn(/bin/true) from both: median\n"
+               "[min-max] of %d in us, then the slope in us per MiB in use.\n", ROUNDS);
+        return 0;
+    }
     for (int i = 1; i < argc && nsizes < 16; i++) {
         char *end;
         unsigned long v = strtoul(argv[i], &end, 10);

@@ -5,7 +5,7 @@ A server's footprint is the sum of Pss over its master and workers
 (/proc/PID/smaps_rollup).  The kernel divides a page among the processes
 that map it, so the sum counts the pool's shared arena once; a page that no
 living process maps (one only a dead worker had touched) is in no one's Pss
-and escapes it (bench/README.md has the experiment).
+and escapes it (bench/prefork/prefork --help has the experiment).
 
 The skewed burst: W workers, each with a few keep-alive connections pinned
 to it (SO_REUSEPORT spreads connections by their addresses, so the harness
