@@ -47,20 +47,14 @@ usage: callgrind.sh [-b BUILDDIR] [-w "WORKLOAD ..."] [-a "ALLOCATOR ..."] [-n N
 EOF
 }
 
-# --help: the comment above, which says how the tool measures, then usage.
-help() {
-    sed -n '2,/^set -/{/^#/{s/^# \{0,1\}//;p;};}' "$0"
-    echo
-    usage
-}
-
 build=.
 workloads="fixed16 heavy"
 allocators="region pool glibc jemalloc tcmalloc mimalloc pool-direct"
 n1=95000
 n2=760000
 request=
-[ "${1:-}" = --help ] && { help; exit 0; }
+# --help prints the comment above (the method), then the usage.
+case ${1:-} in -h|--help) sed -n '2,/^set -/{/^#/{s/^# \{0,1\}//;p;};}' "$0"; echo; usage; exit 0 ;; esac
 while getopts b:w:a:n:N:r:h opt; do
     case $opt in
     b) build=$OPTARG ;;
@@ -69,7 +63,7 @@ while getopts b:w:a:n:N:r:h opt; do
     n) n1=$OPTARG ;;
     N) n2=$OPTARG ;;
     r) request=$OPTARG ;;
-    h) help; exit 0 ;;
+    h) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
     esac
 done

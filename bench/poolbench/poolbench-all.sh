@@ -63,13 +63,6 @@ usage: poolbench-all.sh [-b BUILDDIR] [--spin-build DIR] [--quick] [--runs R]
 EOF
 }
 
-# --help: the comment above, which says how the tool measures, then usage.
-help() {
-    sed -n '2,/^set -/{/^#/{s/^# \{0,1\}//;p;};}' "$0"
-    echo
-    usage
-}
-
 here=$(cd "$(dirname "$0")" && pwd)
 build=.
 spin=
@@ -88,7 +81,7 @@ while [ $# -gt 0 ]; do
     --request) [ $# -ge 2 ] || { usage >&2; exit 2; }; request=$2; shift 2 ;;
     --workloads) [ $# -ge 2 ] || { usage >&2; exit 2; }; workloads=$2; shift 2 ;;
     --regions-only) regions_only=yes; shift ;;
-    -h|--help) help; exit 0 ;;
+    -h|--help) sed -n '2,/^set -/{/^#/{s/^# \{0,1\}//;p;};}' "$0"; echo; usage; exit 0 ;;
     -*) echo "poolbench-all.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
     *) [ -z "$out" ] || { usage >&2; exit 2; }; out=$1; shift ;;
     esac

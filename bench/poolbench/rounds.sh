@@ -26,13 +26,6 @@ usage: rounds.sh [-b BUILDDIR] [--before BUILDDIR] [--rounds R] [--runs N]
 EOF
 }
 
-# --help: the comment above, which says how the tool measures, then usage.
-help() {
-    sed -n '2,/^set -/{/^#/{s/^# \{0,1\}//;p;};}' "$0"
-    echo
-    usage
-}
-
 here=$(cd "$(dirname "$0")" && pwd)
 build=.
 before=
@@ -49,7 +42,7 @@ while [ $# -gt 0 ]; do
     --runs) [ $# -ge 2 ] || { usage >&2; exit 2; }; runs=$2; shift 2 ;;
     --peers) [ $# -ge 2 ] || { usage >&2; exit 2; }; peers=$2; shift 2 ;;
     --per-round) per_round=yes; shift ;;
-    -h|--help) help; exit 0 ;;
+    -h|--help) sed -n '2,/^set -/{/^#/{s/^# \{0,1\}//;p;};}' "$0"; echo; usage; exit 0 ;;
     -*) echo "rounds.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
     *) cells="$cells $1"; shift ;;
     esac
