@@ -3,7 +3,7 @@
  * guest's CPUs run on, and moves them: two that share a cache hand a line
  * over in tens of ns, two on different dies in hundreds.  Every workload
  * that hands memory from one worker to another (pingpong, prodcons) runs
- * as fast as that allows, for every allocator alike, so bench/rounds.sh
+ * as fast as that allows, for every allocator alike, so bench/poolbench/rounds.sh
  * prints it beside every invocation.
  *
  * usage: linetrip [-n ROUNDTRIPS] [CPU CPU]   (default 200000, CPUs 0 and 1)
