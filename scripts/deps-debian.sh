@@ -4,7 +4,7 @@
 set -eu
 export DEBIAN_FRONTEND=noninteractive
 
-# The servers tests/servers/ and bench/prefork run (nginx, PostgreSQL 15 and
+# The servers tests/servers/ and bench/prefork/prefork run (nginx, PostgreSQL 15 and
 # its pgbench, Apache) start their own instances in temporary directories.
 # Their packages would start services on install, on ports the tests do
 # not use but others may (and a second server on port 80 fails its
