@@ -21,3 +21,4 @@ TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBEVENT_CFLAGS)
 include tests/server.mk
 include tests/pool.mk
 include tests/servers/local.mk
+include tests/install.mk
