@@ -39,3 +39,6 @@ bin_PROGRAMS += shm/shmpool-stat
 shm_shmpool_stat_SOURCES = shm/shmpool-stat.c
 shm_shmpool_stat_CFLAGS = $(AM_CFLAGS)
 shm_shmpool_stat_LDADD = shm/libshmpool_core.la
+
+# How the allocator works inside (libshmpool(7) keeps the contracts).
+EXTRA_DIST += shm/DESIGN.md
