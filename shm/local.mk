@@ -8,7 +8,7 @@ POOL_CFLAGS = $(AM_CFLAGS) -ftls-model=initial-exec -fno-builtin-malloc -fvisibi
 
 noinst_LTLIBRARIES += shm/libshmpool_core.la shm/libshmpool_override.la
 shm_libshmpool_core_la_SOURCES = \
-	shm/pool.h shm/pool-types.h shm/pool-internal.h \
+	shm/shmpool.h shm/pool-types.h shm/pool-internal.h \
 	shm/prim/prim.h shm/prim/linux.c \
 	shm/sizeclass.c shm/pagemap.c shm/pageheap.c shm/central.c \
 	shm/tcache.c shm/arena.c shm/lock.c shm/journal.c shm/crash.c shm/reap.c \
@@ -23,7 +23,11 @@ shm_libshmpool_override_la_CFLAGS = $(POOL_CFLAGS)
 # a child reaps it) are linked only into the .so: poold creates its own
 # arena, must not react to those variables, and reaps in its own master.
 lib_LTLIBRARIES += shm/libshmpool.la
-include_HEADERS = shm/pool.h
+include_HEADERS = shm/shmpool.h
+# `pkg-config --cflags --libs shmpool` for programs that link the library
+# (configure writes shm/shmpool.pc from shm/shmpool.pc.in).
+pkgconfigdir = $(libdir)/pkgconfig
+pkgconfig_DATA = shm/shmpool.pc
 shm_libshmpool_la_SOURCES = shm/preload.c shm/wait.c
 shm_libshmpool_la_CFLAGS = $(POOL_CFLAGS)
 shm_libshmpool_la_LIBADD = shm/libshmpool_override.la shm/libshmpool_core.la
@@ -35,3 +39,6 @@ bin_PROGRAMS += shm/shmpool-stat
 shm_shmpool_stat_SOURCES = shm/shmpool-stat.c
 shm_shmpool_stat_CFLAGS = $(AM_CFLAGS)
 shm_shmpool_stat_LDADD = shm/libshmpool_core.la
+
+# How the allocator works inside (libshmpool(7) keeps the contracts).
+EXTRA_DIST += shm/DESIGN.md

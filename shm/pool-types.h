@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pool.h"
+#include "shmpool.h"
 
 /* ------------------------------------------------------------------------ */
 /* Geometry                                                                  */

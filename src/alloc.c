@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pool.h"
+#include "shmpool.h"
 #include "poold.h"
 
 #pragma weak pool_create

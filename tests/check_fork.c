@@ -22,7 +22,7 @@
 
 #include "check_pool.h"
 #include "pattern.h"
-#include "pool.h"
+#include "shmpool.h"
 
 #define FORK_ARENA ((size_t)256 << 20)
 #define PARENT_LIVE 512     /* blocks the parent holds across fork */

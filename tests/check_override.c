@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pool.h"
+#include "shmpool.h"
 #include "pattern.h"
 
 /* glibc 2.26 dropped the declaration; the pool still exports the symbol for

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "pool.h"
+#include "shmpool.h"
 
 Suite *make_sizeclass_suite(void);
 Suite *make_pagemap_suite(void);

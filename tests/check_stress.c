@@ -22,7 +22,7 @@
 
 #include "check_pool.h"
 #include "pattern.h"
-#include "pool.h"
+#include "shmpool.h"
 
 #define STRESS_ARENA ((size_t)256 << 20)
 #define STRESS_WORKERS 4

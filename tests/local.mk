@@ -21,6 +21,7 @@ TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBEVENT_CFLAGS)
 include tests/server.mk
 include tests/pool.mk
 include tests/servers/local.mk
+include tests/install.mk
 
 # http-edges.py: what a hostile client gets from a running poold, and when;
 # run by hand (it waits out poold's timeouts, about 25 s).

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "pool.h"
+#include "shmpool.h"
 #include "poolbench.h"
 
 int64_t pb_now_ns(void)
@@ -370,7 +370,7 @@ static const pb_band_t prodcons_bands[] = { { 600, 16, 128 }, { 300, 129, 512 },
  * another, and no worker's frees ever refill its own allocations.  The
  * producer's run ends only when the consumers have freed its last block:
  * every worker's time spans the whole pipeline, and a pair is what the
- * pipeline takes per block.  That also keeps pool.h's ownership invariant
+ * pipeline takes per block.  That also keeps shmpool.h's ownership invariant
  * under -P without pool_adopt (which takes the class lock, on every
  * handover): no block is live in another process once its owner is past
  * the run. */

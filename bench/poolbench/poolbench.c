@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pool.h"
+#include "shmpool.h"
 #include "poolbench.h"
 
 static const char *const pb_allocator_name[PB_N_ALLOCATORS] = {

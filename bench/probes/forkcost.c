@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pool.h"
+#include "shmpool.h"
 
 #define ROUNDS 21
 #define BLOCK ((size_t)64 << 10) /* 64 KiB: a size class, so many spans */

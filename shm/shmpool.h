@@ -1,4 +1,5 @@
-/* libshmpool — public API.
+/* libshmpool — public API, installed as <shmpool.h> (pkg-config: shmpool;
+ * manual: shmpool(3)).
  *
  * A three-tier allocator (thread cache, central cache per size class, page
  * heap) whose pages live in one MAP_SHARED arena that a master creates before
@@ -9,8 +10,8 @@
  *
  * This header never includes config.h: it is installed and used as is.
  */
-#ifndef POOL_H
-#define POOL_H
+#ifndef SHMPOOL_H
+#define SHMPOOL_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -219,4 +220,4 @@ POOL_API void pool_adopt(void *p);
 #ifdef __cplusplus
 }
 #endif
-#endif /* POOL_H */
+#endif /* SHMPOOL_H */
