@@ -80,7 +80,7 @@
 #define POOL_MAGIC UINT64_C(0x6c6f6f706d687373) /* "sshmpool" little-endian */
 /* Bumped whenever a shared structure changes shape.  Debug and spin builds
  * change the span and lock layouts, so they are folded into the version. */
-#define POOL_LAYOUT_VERSION 9u
+#define POOL_LAYOUT_VERSION 10u
 
 /* ------------------------------------------------------------------------ */
 /* Locks                                                                     */
@@ -315,11 +315,15 @@ typedef struct pool_crash_sh_s {
 
 /* One size class of a thread cache. */
 typedef struct pool_bin_s {
-    void *head;         /* free objects threaded through their first word */
+    void *head;         /* free objects threaded through their first word, each
+                         * marked in its second (pool_bin_push) */
     uint32_t len;       /* objects on the list */
     uint32_t watermark; /* free takes the slow path when len >= watermark */
     uint32_t batch;     /* next fetch size; doubles up to the class maximum */
-    uint32_t pad_;
+    uint32_t misalign;  /* bits no object start of the class has set: its size's
+                         * power-of-two part (at most a page) less one, as
+                         * spans start on pages; free's fast path sends a
+                         * pointer with one set to the slow path's full check */
 } pool_bin_t;
 
 /* Per-class counters of one slot (stats builds only write them). */
