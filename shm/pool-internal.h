@@ -475,16 +475,26 @@ static inline void *const *pool_obj_mark(const void *p)
     return (void *const *)p + 1;
 }
 
+/* True when p, read from a bin of tc (its head or a link), is an object
+ * freed into tc: inside the arena and marked.  Every reader of a bin's
+ * links asks before it reads through one. */
+static inline bool pool_bin_holds(const pool_tcache_sh_t *tc, const void *p)
+{
+    return (uintptr_t)p - tc->base < tc->size && *pool_obj_mark(p) == tc;
+}
+
 /* Push p (an object of the bin's class) on a bin of tc. */
 static inline void pool_bin_push(pool_tcache_sh_t *tc, pool_bin_t *bin, void *p)
 {
     void **w = p;
+    /* The mark first: a reaper stops at a listed object without it.  The
+     * fence also keeps the two stores apart, which GCC made three vector
+     * instructions. */
+    w[1] = tc;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
     w[0] = bin->head;
     bin->head = p;
     bin->len++;
-    /* Last and apart: written beside the link, the two stores became three
-     * vector instructions. */
-    w[1] = tc;
 }
 
 /* Take p, the head of bin cls, found inside the arena: the one place an
@@ -498,6 +508,9 @@ static inline void *pool_bin_take(pool_tcache_sh_t *tc, unsigned cls, void *p)
     if (pool_unlikely(w[1] != tc))
         pool_bin_corrupt_(p);
     bin->head = w[0];
+    /* p off the list before its mark goes: a reaper stops at a listed
+     * object without one. */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
     w[1] = NULL;
     bin->len--;
     if (pool_config_stats)

@@ -64,7 +64,7 @@ void pool_bin_corrupt_(const void *p)
  * is read through it: a freed object of this cache, or abort. */
 static void *held(pool_tcache_sh_t *tc, void *p)
 {
-    if (pool_unlikely((uintptr_t)p - tc->base >= tc->size || *pool_obj_mark(p) != tc))
+    if (pool_unlikely(!pool_bin_holds(tc, p)))
         pool_bin_corrupt_(p);
     return p;
 }

@@ -5,7 +5,10 @@
  * case, a bystander B and a culprit A, both attached to one arena:
  *
  *  B allocates 8,192 blocks of 64 B, fills them with a pattern, frees every
- *    other one and keeps checking the rest until told to stop.
+ *    other one and keeps checking the rest until told to stop; then, A
+ *    reaped (the master's waitpid does it), it allocates 24,576 more, past
+ *    its own cache into what A's reap gave back, and checks that none is
+ *    one of its live blocks and that these are still intact.
  *  A, by case:
  *    double        free(p); free(p)
  *    interior      free(p + 16) on a live 64-byte block
@@ -90,7 +93,18 @@ static void bystander(void)
         bad = bad_blocks();
         nap();
     }
-    _exit(bad == 0 && bad_blocks() == 0 ? 0 : 1);
+    if (bad != 0)
+        _exit(1);
+    for (size_t i = 0; i < 3 * NBLOCKS; i++) {
+        char *p = malloc(SIZE);
+        if (p == NULL)
+            _exit(2);
+        for (size_t k = 0; k < NBLOCKS / 2; k++)
+            if (p == sh->live[k])
+                _exit(4);
+        memset(p, 'B', SIZE);
+    }
+    _exit(bad_blocks() == 0 ? 0 : 1);
 }
 
 /* A's bug; returning means it was not stopped. */
@@ -185,8 +199,9 @@ static bool run(const char *how)
         }
     }
     if (!WIFEXITED(stb) || WEXITSTATUS(stb) != 0) {
-        fprintf(stderr, "isolation: %s: the bystander's blocks were not intact (status %#x)\n",
-                how, stb);
+        fprintf(stderr, "isolation: %s: the bystander's blocks were %s (status %#x)\n", how,
+                WIFEXITED(stb) && WEXITSTATUS(stb) == 4 ? "handed out again after the reap"
+                                                        : "not intact", stb);
         ok = false;
     }
     return ok;
