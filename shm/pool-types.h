@@ -48,7 +48,7 @@
 
 /* Class 0 means "not a small object"; classes 1..96 are the size classes. */
 #define POOL_NCLASSES 97
-#define POOL_SMALL_LOOKUP_MAX 1024 /* first lookup table: 16-byte steps */
+#define POOL_SMALL_LOOKUP_MAX 1024 /* first lookup table: by the byte */
 
 #define POOL_MAX_OBJECTS 512 /* objects per span, so the bitmap fits inline */
 /* The unit a hardware prefetcher streams within (a 4 KiB page, whatever
