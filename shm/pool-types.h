@@ -48,7 +48,7 @@
 
 /* Class 0 means "not a small object"; classes 1..96 are the size classes. */
 #define POOL_NCLASSES 97
-#define POOL_SMALL_LOOKUP_MAX 1024 /* first lookup table: 16-byte steps */
+#define POOL_SMALL_LOOKUP_MAX 1024 /* first lookup table: by the byte */
 
 #define POOL_MAX_OBJECTS 512 /* objects per span, so the bitmap fits inline */
 /* The unit a hardware prefetcher streams within (a 4 KiB page, whatever
@@ -80,7 +80,7 @@
 #define POOL_MAGIC UINT64_C(0x6c6f6f706d687373) /* "sshmpool" little-endian */
 /* Bumped whenever a shared structure changes shape.  Debug and spin builds
  * change the span and lock layouts, so they are folded into the version. */
-#define POOL_LAYOUT_VERSION 9u
+#define POOL_LAYOUT_VERSION 10u
 
 /* ------------------------------------------------------------------------ */
 /* Locks                                                                     */
@@ -315,11 +315,15 @@ typedef struct pool_crash_sh_s {
 
 /* One size class of a thread cache. */
 typedef struct pool_bin_s {
-    void *head;         /* free objects threaded through their first word */
+    void *head;         /* free objects threaded through their first word, each
+                         * marked in its second (pool_bin_push) */
     uint32_t len;       /* objects on the list */
     uint32_t watermark; /* free takes the slow path when len >= watermark */
     uint32_t batch;     /* next fetch size; doubles up to the class maximum */
-    uint32_t pad_;
+    uint32_t misalign;  /* bits no object start of the class has set: its size's
+                         * power-of-two part (at most a page) less one, as
+                         * spans start on pages; free's fast path sends a
+                         * pointer with one set to the slow path's full check */
 } pool_bin_t;
 
 /* Per-class counters of one slot (stats builds only write them). */

@@ -164,7 +164,8 @@ static bool reap_release(reap_t *rp, unsigned cls, void *p)
  * operation, so a reaper that dies leaves the bin exactly at the first
  * object not yet given back, never a dangling head another process may
  * since have reused.  A chain is followed only while each object is a
- * handed-out object of the class: a process killed in the middle of a
+ * handed-out object of the class that carries this cache's mark (a link
+ * written over after its object's free names none): a process killed in the middle of a
  * push, a pop or a cut leaves at most the length wrong (by one, or, in
  * the middle of a refill or a scavenge, short of a chain that goes on:
  * what is past the walk is the dead process's own, found by the owner
@@ -185,7 +186,7 @@ static void reap_cache(reap_t *rp, pool_tcache_sh_t *tc)
         for (void *p; (p = bin->head) != NULL && found < bound;) {
             uint32_t oi;
             pool_span_sh_t *s = pool_object_span_(a, p, &oi);
-            if (s == NULL)
+            if (s == NULL || !pool_bin_holds(tc, p))
                 break;
             void *next = *(void **)p;
             pool_journal_step_(j);

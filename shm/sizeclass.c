@@ -51,7 +51,7 @@
 
 #include "prim/prim.h"
 
-uint8_t pool_class_small_[POOL_SMALL_LOOKUP_MAX / 16 + 1];
+uint8_t pool_class_small_[POOL_SMALL_LOOKUP_MAX + 1];
 uint8_t pool_class_large_[(POOL_MAX_SMALL >> 7) + 1];
 pool_class_t pool_classes_[POOL_NCLASSES];
 
@@ -151,10 +151,13 @@ void pool_sizeclass_init_(void)
             class_geometry(&pool_classes_[cls++], base + i * (base / 8));
     pool_assert(cls == POOL_NCLASSES);
 
-    /* Both tables map a rounded-up size to the first class that holds it. */
+    /* Both tables map a size to the first class that holds it: the first
+     * byte by byte, so that malloc's fast path indexes it with the size
+     * itself (1 KiB instead of 65 bytes, two instructions fewer than a
+     * rounding to 16-byte steps); the second rounded up to 128. */
     cls = 1;
-    for (size_t i = 0; i <= POOL_SMALL_LOOKUP_MAX / 16; i++) {
-        size_t size = i == 0 ? 1 : i * 16;
+    for (size_t i = 0; i <= POOL_SMALL_LOOKUP_MAX; i++) {
+        size_t size = i == 0 ? 1 : i;
         while (pool_classes_[cls].size < size)
             cls++;
         pool_class_small_[i] = (uint8_t)cls;

@@ -48,7 +48,25 @@ void pool_tcache_init_(pool_arena_t *a, pool_tcache_sh_t *tc, uint16_t slot)
         bin->len = 0;
         bin->watermark = pool_classes_[cls].watermark;
         bin->batch = 1;
+        uint32_t size = pool_classes_[cls].size;
+        uint32_t align = size & -size;
+        bin->misalign = (align < POOL_PAGE_SIZE ? align : POOL_PAGE_SIZE) - 1;
     }
+}
+
+void pool_bin_corrupt_(const void *p)
+{
+    pool_fatal_("malloc(): corrupted thread cache: %p is listed but is no object freed into "
+                "this cache (written after its free?)", p);
+}
+
+/* p, read from a bin of tc (its head or a link), checked before anything
+ * is read through it: a freed object of this cache, or abort. */
+static void *held(pool_tcache_sh_t *tc, void *p)
+{
+    if (pool_unlikely(!pool_bin_holds(tc, p)))
+        pool_bin_corrupt_(p);
+    return p;
 }
 
 /* Take up to n objects off the head of a bin into out[]: the cut needs a
@@ -58,12 +76,12 @@ void pool_tcache_init_(pool_arena_t *a, pool_tcache_sh_t *tc, uint16_t slot)
  * push or a pop; the objects already cut are the dead process's own to
  * the reaper, or its owner's, not a leak behind a length that counts
  * them.  Returns how many. */
-static uint32_t bin_cut(pool_bin_t *bin, void **out, uint32_t n)
+static uint32_t bin_cut(pool_tcache_sh_t *tc, pool_bin_t *bin, void **out, uint32_t n)
 {
     uint32_t k = 0;
     for (void *p = bin->head; p != NULL && k < n; p = bin->head) {
         POOL_CRASH_POINT("tcache.cut");
-        out[k++] = p;
+        out[k++] = held(tc, p);
         bin->head = *(void **)p;
         bin->len--;
         /* Keeps the compiler from gathering the decrements into one. */
@@ -87,7 +105,7 @@ static void release(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, void *c
 static void release_bin(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, pool_bin_t *bin)
 {
     void *objs[POOL_RELEASE_MAX];
-    for (uint32_t n; (n = bin_cut(bin, objs, POOL_RELEASE_MAX)) > 0;)
+    for (uint32_t n; (n = bin_cut(tc, bin, objs, POOL_RELEASE_MAX)) > 0;)
         release(a, tc, cls, objs, n);
 }
 
@@ -125,7 +143,7 @@ void pool_thread_scavenge(void)
         uint32_t keep = bin->len / 2;
         void **link = &bin->head;
         for (uint32_t i = 0; i < keep; i++)
-            link = (void **)*link;
+            link = held(tc, *link);
         pool_bin_t rest = { .head = *link, .len = bin->len - keep };
         /* The length first: a death between the two leaves the bin's chain
          * longer than its length, which the reaper walks to the length
@@ -225,13 +243,8 @@ static bool refill(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
      * (and faults in pages this process has not mapped) in no critical
      * section.  In address order, so the first handed out is the first
      * in memory. */
-    void *head = bin->head;
-    for (uint32_t i = got; i-- > 0;) {
-        *(void **)objs[i] = head;
-        head = objs[i];
-    }
-    bin->head = head;
-    bin->len += got;
+    for (uint32_t i = got; i-- > 0;)
+        pool_bin_push(tc, bin, objs[i]);
     uint32_t max = pool_classes_[cls].max_batch;
     bin->batch = bin->batch * 2 < max ? bin->batch * 2 : max;
     return true;
@@ -331,6 +344,29 @@ void *pool_malloc_class_(unsigned cls)
     return p;
 }
 
+/* Release builds: what free's fast path left unchecked or found suspect
+ * (pool_free_fast), checked in full before p joins a bin of tc: p is an
+ * object of class cls, handed out (its span's bit says so; no lock is
+ * needed to see that a caller's own object is), and not already in the
+ * bin (a walk only when p carries this cache's mark).  Aborts naming p.
+ * Debug builds check the same in pool_debug_on_free_. */
+static void check_free(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, void *p)
+{
+    uint32_t oi;
+    pool_span_sh_t *s = pool_object_span_(a, p, &oi);
+    if (s == NULL || s->cls != cls)
+        pool_fatal_("free(): invalid pointer %p (not the start of a block)", p);
+    if (!(s->bitmap[oi / 64] & (UINT64_C(1) << (oi % 64))))
+        pool_fatal_("free(): double free of %p (class %u)", p, cls);
+    if (*pool_obj_mark(p) != tc)
+        return;
+    pool_bin_t *bin = &tc->bins[cls];
+    uint32_t n = 0;
+    for (void *q = bin->head; q != NULL && n <= bin->len; q = *(void **)q, n++)
+        if (held(tc, q) == p)
+            pool_fatal_("free(): double free of %p (class %u, in the thread cache)", p, cls);
+}
+
 /* Free an object or span of the arena from the slow path. */
 static void free_arena(pool_arena_t *a, void *p)
 {
@@ -346,8 +382,6 @@ static void free_arena(pool_arena_t *a, void *p)
         pool_pageheap_free_(a, s->start);
         return;
     }
-    if (pool_config_debug > 0)
-        pool_debug_on_free_(p);
     if (tc == &pool_empty_tcache_) {
         /* A thread that only frees (a consumer fed by a producer thread)
          * gets its cache here, or every free would take the class lock. */
@@ -355,22 +389,26 @@ static void free_arena(pool_arena_t *a, void *p)
         tc = thread_cache(&fell_back);
         if (tc == NULL) {
             /* Unattached or exiting, or no slot: straight to central. */
+            if (pool_config_debug > 0)
+                pool_debug_on_free_(p);
             pool_central_release_(a, cls, &p, 1);
             return;
         }
     }
     pool_bin_t *bin = &tc->bins[cls];
+    if (pool_config_debug > 0)
+        pool_debug_on_free_(p);
+    else
+        check_free(a, tc, cls, p);
     void *objs[POOL_BATCH_MAX];
     /* The n most recently freed go back; the rest stay warm for reuse. */
-    uint32_t n = bin_cut(bin, objs, pool_classes_[cls].max_batch);
+    uint32_t n = bin_cut(tc, bin, objs, pool_classes_[cls].max_batch);
     if (n > 0) {
         if (pool_config_stats)
             tc->stats[cls].overflows++;
         release(a, tc, cls, objs, n);
     }
-    *(void **)p = bin->head;
-    bin->head = p;
-    bin->len++;
+    pool_bin_push(tc, bin, p);
     if (pool_config_stats)
         tc->stats[cls].frees++;
 }

@@ -336,11 +336,26 @@ START_TEST(test_stats_json)
 }
 END_TEST
 
+/* Freed twice while still in the thread cache, with another free between:
+ * every build aborts at the second free, before anything can hand the
+ * object out twice. */
 START_TEST(test_double_free_aborts)
+{
+    void *p = pool_malloc(48), *q = pool_malloc(48);
+    pool_free(p);
+    pool_free(q);
+    pool_free(p);
+    /* Not a later check (the fixture's teardown gives the bin back). */
+    ck_abort_msg("the second free of %p returned", p);
+}
+END_TEST
+
+/* Freed twice with the object back in its span in between. */
+START_TEST(test_double_free_from_central_aborts)
 {
     void *p = pool_malloc(48);
     pool_free(p);
-    /* Debug builds abort here; Release builds when the bin reaches central. */
+    pool_thread_flush();
     pool_free(p);
     pool_thread_flush();
 }
@@ -358,6 +373,54 @@ START_TEST(test_interior_free_aborts)
 {
     char *p = pool_malloc(48);
     pool_free(p + 16);
+}
+END_TEST
+
+/* A class of a power-of-two size: free's fast path itself sees that no
+ * object starts there. */
+START_TEST(test_interior_free_pow2_aborts)
+{
+    char *p = pool_malloc(64);
+    pool_free(p + 16);
+    ck_abort_msg("free(%p) returned", (void *)(p + 16));
+}
+END_TEST
+
+/* Written after its free, a cached object's link names a live object (of
+ * another process, say): the allocation that would hand it out aborts. */
+START_TEST(test_forged_link_aborts)
+{
+    void *live = pool_malloc(64), *p = pool_malloc(64);
+    pool_free(p);
+    *(void **)p = live;
+    ck_assert_ptr_eq(pool_malloc(64), p);
+    void *q = pool_malloc(64);
+    ck_abort_msg("a forged link handed out %p (the live object is %p)", q, live);
+}
+END_TEST
+
+/* The same with bytes that point nowhere: an abort with a message, not a
+ * fault inside malloc. */
+START_TEST(test_garbage_link_aborts)
+{
+    void *p = pool_malloc(64);
+    pool_free(p);
+    memset(p, 'A', sizeof(void *));
+    ck_assert_ptr_eq(pool_malloc(64), p);
+    void *q = pool_malloc(64);
+    ck_abort_msg("a garbage link handed out %p", q);
+}
+END_TEST
+
+/* A release of the bin meets the forged link first: the walk aborts
+ * rather than give the live object back to its span. */
+START_TEST(test_forged_link_in_flush_aborts)
+{
+    void *live = pool_malloc(64), *p = pool_malloc(64);
+    pool_free(p);
+    *(void **)p = live;
+    pool_thread_flush();
+    ck_abort_msg("a flush gave back the live object %p", live);
 }
 END_TEST
 
@@ -381,9 +444,16 @@ Suite *make_tcache_suite(void)
     tc = tcase_create("misuse");
     tcase_add_checked_fixture(tc, pool_test_create_attach, pool_test_destroy);
     tcase_add_test_raise_signal(tc, test_double_free_aborts, SIGABRT);
+    tcase_add_test_raise_signal(tc, test_double_free_from_central_aborts, SIGABRT);
     tcase_add_test_raise_signal(tc, test_invalid_free_aborts, SIGABRT);
+    tcase_add_test_raise_signal(tc, test_interior_free_pow2_aborts, SIGABRT);
+    /* Release builds check a class of another size in full only on the
+     * slow path (pool_free_fast). */
     if (POOL_CONFIG_DEBUG > 0)
         tcase_add_test_raise_signal(tc, test_interior_free_aborts, SIGABRT);
+    tcase_add_test_raise_signal(tc, test_forged_link_aborts, SIGABRT);
+    tcase_add_test_raise_signal(tc, test_garbage_link_aborts, SIGABRT);
+    tcase_add_test_raise_signal(tc, test_forged_link_in_flush_aborts, SIGABRT);
     suite_add_tcase(s, tc);
     return s;
 }

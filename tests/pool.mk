@@ -22,10 +22,14 @@ tests_check_pool_LDADD = shm/libshmpool_core.la $(CHECK_LIBS)
 #                         and tests/prefork under SHMPOOL_MODE=children
 #   tests/reapretry.sh    a wait's reap left pending by a stuck lock holder,
 #                         retried until done (tests/reapretry)
+#   tests/isolation.sh    a double free, an interior free and forged links
+#                         abort the culprit, another process's blocks intact
+#                         (tests/isolation)
 # ---------------------------------------------------------------------------
-check_PROGRAMS += tests/check_override tests/prefork tests/reapretry
-TESTS += tests/check_override tests/preload.sh tests/stat.sh tests/reapretry.sh
-EXTRA_DIST += tests/preload.sh tests/stat.sh tests/reapretry.sh
+check_PROGRAMS += tests/check_override tests/prefork tests/reapretry tests/isolation
+TESTS += tests/check_override tests/preload.sh tests/stat.sh tests/reapretry.sh \
+	tests/isolation.sh
+EXTRA_DIST += tests/preload.sh tests/stat.sh tests/reapretry.sh tests/isolation.sh
 tests_check_pool_SOURCES += tests/check_stress.c tests/check_fork.c tests/pattern.h
 # Crash safety: processes killed at crash points or anywhere, then reaped.
 tests_check_pool_SOURCES += tests/check_crash.c tests/check_recovery.c tests/check_lifecycle.c
@@ -36,6 +40,8 @@ tests_check_override_CFLAGS = $(TEST_CFLAGS) -fno-builtin
 tests_check_override_LDADD = shm/libshmpool_override.la shm/libshmpool_core.la $(CHECK_LIBS)
 tests_prefork_SOURCES = tests/prefork.c tests/pattern.h tests/preloaded.h
 tests_reapretry_SOURCES = tests/reapretry.c tests/preloaded.h
+tests_isolation_SOURCES = tests/isolation.c tests/pattern.h tests/preloaded.h
+tests_isolation_CFLAGS = $(TEST_CFLAGS) -fno-builtin
 # --- end of the contract, stress, fork and preload tests --------------------
 
 # The suites that need crash points, in a program of their own so that a
