@@ -547,6 +547,68 @@ START_TEST(test_stalled_lock_reported)
 }
 END_TEST
 
+/* A holder stopped inside the page-heap lock stalls nothing a supervisor
+ * or a waiting parent calls: pool_decay(), pool_usage(), pool_reap() (of a
+ * pid that never attached: the reap history is the page heap's),
+ * pool_repair() and pool_stats_json() give up on the lock and say so,
+ * the watchdog's view names the holder; once it is killed, all of them
+ * work again and the lock is recovered. */
+static int stuck_heap_main(void *arg)
+{
+    pool_arena_t *a = &pool_arena_;
+    (void)arg;
+    pool_lock_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0);
+    raise(SIGSTOP);
+    return 2;
+}
+
+START_TEST(test_stopped_pageheap_holder)
+{
+    pid_t stuck = spawn(stuck_heap_main, NULL, NULL);
+    int status;
+    ck_assert_int_eq(waitpid(stuck, &status, WUNTRACED), stuck);
+    ck_assert(WIFSTOPPED(status));
+    /* A heap gone quiet for two decay periods: pool_decay() must take the
+     * lock (the field is read without it, and the holder is stopped). */
+    pool_arena_.ph->decay_start_ns = 0;
+    ck_assert_int_eq(pool_decay(), EAGAIN);
+    pool_usage_t u;
+    ck_assert_int_eq(pool_usage(&u), EAGAIN);
+    ck_assert_uint_eq(u.reserved, POOL_TEST_HEAP);
+    pid_t never = fork();
+    if (never == 0)
+        _exit(0);
+    pool_test_assert_exit0(never, "a child that never attached");
+    pool_reap_report_t r;
+    ck_assert_int_eq(pool_reap(never, &r), EAGAIN);
+    ck_assert_int_eq(pool_repair(NULL), EAGAIN);
+    ck_assert_int_eq(pool_lock_stalled(POOL_WAIT_MS), stuck);
+    static char json[1 << 16];
+    ck_assert_uint_lt(pool_stats_json(json, sizeof json), sizeof json);
+    ck_assert_msg(strstr(json, "\"exact\":false}") != NULL, "%s", json);
+    char want[80];
+    snprintf(want, sizeof want, "\"check\":\"not run: pid %d held a pool lock", (int)stuck);
+    if (POOL_CONFIG_DEBUG > 0)
+        ck_assert_msg(strstr(json, want) != NULL, "no %s in %s", want, json);
+
+    kill(stuck, SIGKILL);
+    pool_test_assert_killed(stuck, "the stuck holder");
+    unsigned recovered = 0;
+    ck_assert_int_eq(pool_repair(&recovered), 0);
+    ck_assert_uint_eq(recovered, 1);
+    ck_assert_int_eq(pool_decay(), 0);
+    ck_assert_int_eq(pool_usage(&u), 0);
+    ck_assert_int_eq(pool_reap(never, &r), ESRCH);
+    reap(stuck, NULL);
+    ck_assert_uint_lt(pool_stats_json(json, sizeof json), sizeof json);
+    ck_assert_msg(strstr(json, "\"exact\":true}") != NULL, "%s", json);
+    if (POOL_CONFIG_DEBUG > 0)
+        ck_assert_msg(strstr(json, "\"check\":\"ok\",\"check_caches_left_out\":0") != NULL,
+                      "%s", json);
+    pool_test_assert_settled(0);
+}
+END_TEST
+
 /* /stats shows the reaps, one by one, and the crash counters. */
 START_TEST(test_stats_show_reaps)
 {
@@ -584,6 +646,7 @@ Suite *make_crash_suite(void)
         tcase_add_test(tc, test_neighbours_reclaimed);
         tcase_add_test(tc, test_adopted_block_survives);
         tcase_add_test(tc, test_stalled_lock_reported);
+        tcase_add_test(tc, test_stopped_pageheap_holder);
         tcase_add_test(tc, test_stats_show_reaps);
     }
     tcase_set_timeout(tc, 30);
