@@ -22,10 +22,13 @@ tests_check_pool_LDADD = shm/libshmpool_core.la $(CHECK_LIBS)
 #                         and tests/prefork under SHMPOOL_MODE=children
 #   tests/reapretry.sh    a wait's reap left pending by a stuck lock holder,
 #                         retried until done (tests/reapretry)
+#   tests/waitstopped.sh  waits that return while a child sleeps stopped in
+#                         the page-heap lock (tests/waitstopped)
 # ---------------------------------------------------------------------------
-check_PROGRAMS += tests/check_override tests/prefork tests/reapretry
-TESTS += tests/check_override tests/preload.sh tests/stat.sh tests/reapretry.sh
-EXTRA_DIST += tests/preload.sh tests/stat.sh tests/reapretry.sh
+check_PROGRAMS += tests/check_override tests/prefork tests/reapretry tests/waitstopped
+TESTS += tests/check_override tests/preload.sh tests/stat.sh tests/reapretry.sh \
+	tests/waitstopped.sh
+EXTRA_DIST += tests/preload.sh tests/stat.sh tests/reapretry.sh tests/waitstopped.sh
 tests_check_pool_SOURCES += tests/check_stress.c tests/check_fork.c tests/pattern.h
 # Crash safety: processes killed at crash points or anywhere, then reaped.
 tests_check_pool_SOURCES += tests/check_crash.c tests/check_recovery.c tests/check_lifecycle.c
@@ -36,6 +39,7 @@ tests_check_override_CFLAGS = $(TEST_CFLAGS) -fno-builtin
 tests_check_override_LDADD = shm/libshmpool_override.la shm/libshmpool_core.la $(CHECK_LIBS)
 tests_prefork_SOURCES = tests/prefork.c tests/pattern.h tests/preloaded.h
 tests_reapretry_SOURCES = tests/reapretry.c tests/preloaded.h
+tests_waitstopped_SOURCES = tests/waitstopped.c tests/preloaded.h
 # --- end of the contract, stress, fork and preload tests --------------------
 
 # The suites that need crash points, in a program of their own so that a
