@@ -388,9 +388,8 @@ static void pd_reap(pd_master_t *m)
 
 /* A worker process that has held a pool lock (the page heap's or a
  * class's) for PD_LOCK_STALL_MS, and answered no request between two
- * looks (with --threads: none of its
- * threads did; the pool names holders by process), is killed; reaping it
- * repairs the lock. */
+ * looks (with --threads: none of its threads did; the pool names holders
+ * by process), is killed; reaping it repairs the lock. */
 static void pd_watchdog(pd_master_t *m)
 {
     pid_t pid = pd_alloc_stalled(PD_LOCK_STALL_MS);
