@@ -786,6 +786,16 @@ static pid_t log_pid(const srv_t *s, const char *what, const char *pid_key)
     return p != NULL ? atoi(p + strlen(pid_key)) : 0;
 }
 
+/* How many lines of the log contain what. */
+static int count_of(const srv_t *s, const char *what)
+{
+    int n = 0;
+
+    for (const char *p = srv_log(s); (p = strstr(p, what)) != NULL; p++)
+        n++;
+    return n;
+}
+
 /* A keep-alive connection to worker pid (its first answer names it), or
  * -1 after 10 s of tries.  A try that lands on another worker's socket,
  * answered or not within a second (that one may be stopped), is closed. */
@@ -822,28 +832,48 @@ static void stats_check(const char *body, char *want, size_t cap)
         *strchr(want, '"') = '\0';
 }
 
+/* Send GET /heavy?n=1000 on a fresh connection and leave it there: the
+ * worker that takes it allocates its 512,000 bytes of buckets from the
+ * page heap.  Returns the descriptor, or -1. */
+static int poke_page_heap(int port)
+{
+    static const char req[] = "GET /heavy?n=1000 HTTP/1.1\r\nHost: t\r\n\r\n";
+    int fd = cl_connect(port);
+
+    if (fd >= 0 && send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) != (ssize_t)(sizeof(req) - 1)) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+#define POKES 256
+
 /* Debug builds with the pool: the worker at slot 0 stops (SIGSTOP) inside
  * the page-heap lock at its first page allocation, as does each worker
- * that takes the slot after it.  The master must go on: its watchdog
- * kills the stopped holder (the master's own calls into the pool give up
- * on the lock rather than wait), the other worker gets going and answers
- * /stats on its connection while any successor of the first stops again,
- * with a check verdict that is "ok" or says it could not run (never a
- * failure), and SIGTERM stops the server.  On the code before the
- * deadlines, the master hung in pool_decay(): no kill, no /stats. */
+ * that takes the slot after it; requests for /heavy?n=1000, on fresh
+ * connections, make every worker that takes one allocate pages.  The
+ * master must go on: its watchdog kills the stopped holder (the master's
+ * own calls into the pool give up on the lock rather than wait), the
+ * other worker answers /stats on its connection for 3 s once a successor
+ * stopped too (its check verdict "ok", or "not run" while a successor
+ * sleeps in the lock: never a failure), and SIGTERM stops the server.  On the code before the deadlines, the master hung in
+ * pool_decay(): no kill, no /stats. */
 START_TEST(test_watchdog_kills_stopped_heap_holder)
 {
     const char *stop_line = "crash point journal.page-alloc (hit 1) in pid ";
     pid_t w[2], victim, killed, other;
+    int pokes[POKES], npokes = 0, answered = 0, inexact = 0, not_run = 0;
     long end;
-    int answered = 0, inexact = 0;
     srv_t s;
 
     srv_start_with(&s, "journal.page-alloc:1:stop@0", "1");
     end = test_now_ms() + 20000;
     while ((victim = log_pid(&s, stop_line, "in pid ")) == 0) {
-        ck_assert_msg(test_now_ms() < end, "no worker stopped in 20 s: %s", srv_log(&s));
-        test_sleep_ms(20);
+        ck_assert_msg(test_now_ms() < end && npokes < POKES, "no worker stopped in 20 s: %s",
+                      srv_log(&s));
+        pokes[npokes++] = poke_page_heap(s.port);
+        test_sleep_ms(100);
     }
     {
         char want[128];
@@ -865,14 +895,19 @@ START_TEST(test_watchdog_kills_stopped_heap_holder)
     ck_assert_msg(w[0] == victim || w[1] == victim, "pid %d is no first worker: %s",
                   (int)victim, srv_log(&s));
 
-    /* The other worker answers /stats on its connection for 3 s, whatever
-     * the slot-0 worker of the moment is doing. */
+    /* The requests go on until a successor at slot 0 stops too; then the
+     * other worker answers /stats on its connection for 3 s. */
     {
-        int fd = connect_to(s.port, other);
+        int fd = connect_to(s.port, other), stops = count_of(&s, stop_line);
         static char body[65536];
 
         ck_assert_msg(fd >= 0, "worker %d did not answer within 10 s: %s", (int)other,
                       srv_log(&s));
+        for (end = test_now_ms() + 10000; count_of(&s, stop_line) == stops &&
+                                          test_now_ms() < end && npokes < POKES;) {
+            pokes[npokes++] = poke_page_heap(s.port);
+            test_sleep_ms(100);
+        }
         for (end = test_now_ms() + 3000; test_now_ms() < end; answered++) {
             char check[200];
 
@@ -881,15 +916,19 @@ START_TEST(test_watchdog_kills_stopped_heap_holder)
                           srv_log(&s));
             inexact += strstr(body, "\"exact\":false") != NULL;
             stats_check(body, check, sizeof(check));
+            not_run += strncmp(check, "not run: ", 9) == 0;
             ck_assert_msg(strcmp(check, "ok") == 0 || strncmp(check, "not run: ", 9) == 0,
                           "/stats check under a stopped holder: %s", check);
             test_sleep_ms(100);
         }
         close(fd);
     }
+    for (int k = 0; k < npokes; k++)
+        if (pokes[k] >= 0)
+            close(pokes[k]);
     fprintf(stderr, "crash e2e: worker %d stopped in the page-heap lock and killed; %d /stats "
-            "answered by worker %d afterwards, %d of them inexact\n", (int)victim, answered,
-            (int)other, inexact);
+            "answered by worker %d afterwards, %d of them inexact, %d checks not run\n",
+            (int)victim, answered, (int)other, inexact, not_run);
     srv_stop(&s);
     srv_end(&s);
 }
