@@ -847,12 +847,34 @@ static int poke_page_heap(int port)
     return fd;
 }
 
+/* On a fresh connection, GET / (a warm worker serves it from its thread
+ * cache); when a worker other than other answers, /heavy?n=1000 after it
+ * makes it allocate pages.  Returns the descriptor, or -1. */
+static int poke_successor(int port, pid_t other)
+{
+    static const char req[] = "GET /heavy?n=1000 HTTP/1.1\r\nHost: t\r\n\r\n";
+    struct timeval probe = {1, 0};
+    char body[4096];
+    const char *p;
+    int fd = cl_connect(port);
+
+    if (fd < 0)
+        return -1;
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &probe, sizeof(probe));
+    if (cl_get(fd, "/", body, sizeof(body)) == 200 && (p = strstr(body, "\"pid\":")) != NULL &&
+        atoi(p + 6) != other && send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) > 0)
+        return fd;
+    close(fd);
+    return -1;
+}
+
 #define POKES 256
 
 /* Debug builds with the pool: the worker at slot 0 stops (SIGSTOP) inside
  * the page-heap lock at its first page allocation, as does each worker
  * that takes the slot after it; requests for /heavy?n=1000, on fresh
- * connections, make every worker that takes one allocate pages.  The
+ * connections, make every worker that takes one allocate pages, and,
+ * once the first is killed, only the workers at slot 0 after it.  The
  * master must go on: its watchdog kills the stopped holder (the master's
  * own calls into the pool give up on the lock rather than wait), the
  * other worker answers /stats on its connection for 3 s once a successor
@@ -905,7 +927,7 @@ START_TEST(test_watchdog_kills_stopped_heap_holder)
                       srv_log(&s));
         for (end = test_now_ms() + 10000; count_of(&s, stop_line) == stops &&
                                           test_now_ms() < end && npokes < POKES;) {
-            pokes[npokes++] = poke_page_heap(s.port);
+            pokes[npokes++] = poke_successor(s.port, other);
             test_sleep_ms(100);
         }
         for (end = test_now_ms() + 3000; test_now_ms() < end; answered++) {
