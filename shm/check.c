@@ -5,20 +5,31 @@
  * heap's free lists and counters, each class's span bitmaps, free counts
  * and list, and the bins of every taken slot.  It holds the page-heap lock
  * and then every class lock (pool_lock_all_, as reaps do; no other path
- * holds two pool locks, so it cannot deadlock); thread caches of other
- * processes are read as they are, so call it on a quiescent arena.
- * Always compiled: the tests call it in Release builds too.
+ * holds two pool locks, so it cannot deadlock).  A thread cache changes
+ * under no lock: pool_check() walks every one, for a quiescent arena;
+ * pool_check_live_(), for one in use, walks only the calling thread's and
+ * counts the others it left out, and gives up rather than wait for a
+ * stuck lock holder.  Always compiled: the tests call it in Release
+ * builds too.
  */
 #include "pool-internal.h"
 
+#include <errno.h>
 #include <string.h>
+
+typedef enum chk_mode_e {
+    CHK_QUIET,   /* every lock, every thread cache */
+    CHK_LIVE,    /* the locks by a deadline, the caller's thread cache only */
+    CHK_VIEW,    /* another process's arena read from outside: no lock, no link */
+} chk_mode_t;
 
 typedef struct chk_s {
     pool_arena_t *a;
     char *msg;
     size_t cap;
     bool failed;
-    bool view;   /* another process's arena, read from outside */
+    chk_mode_t mode;
+    unsigned left_out;  /* CHK_LIVE: taken slots whose caches were not walked */
 } chk_t;
 
 static bool fail(chk_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -36,7 +47,7 @@ static bool fail(chk_t *c, const char *fmt, ...)
         pool_snprintf_(c->msg, c->cap, "%s", line);
     /* From outside, a failure may be a change caught half made: the
      * caller decides what to say. */
-    if (!c->view)
+    if (c->mode != CHK_VIEW)
         pool_error_(0, "pool_check: %s", line);
     return false;
 }
@@ -231,8 +242,13 @@ static bool check_slots(chk_t *c)
         if (tc->bins[0].head != NULL || tc->bins[0].watermark != 0)
             return fail(c, "slot %u: bin 0 is not empty", i);
         /* From outside, the bins' links are addresses in the other
-         * process: not to be followed here. */
-        for (unsigned cls = 1; !c->view && cls < POOL_NCLASSES; cls++) {
+         * process: not to be followed here.  In a live arena another
+         * thread's bins change as they are read (an object popped and
+         * written to by its caller, a length counted before its push). */
+        bool walk = c->mode == CHK_QUIET || (c->mode == CHK_LIVE && tc == pool_tls_tcache_);
+        if (!walk && c->mode == CHK_LIVE)
+            c->left_out++;
+        for (unsigned cls = 1; walk && cls < POOL_NCLASSES; cls++) {
             const pool_bin_t *bin = &tc->bins[cls];
             uint32_t n = 0;
             for (void *p = bin->head; p != NULL; p = *(void **)p) {
@@ -277,7 +293,9 @@ static bool check_journals(chk_t *c)
     return true;
 }
 
-/* The walk, under every lock unless c->view. */
+/* The walk, under every lock unless CHK_VIEW.  Returns 0, -1, or EAGAIN
+ * (CHK_LIVE: a live holder kept a lock past the deadline; nothing was
+ * checked). */
 static int check_of(chk_t *c)
 {
     pool_arena_t *a = c->a;
@@ -289,30 +307,54 @@ static int check_of(chk_t *c)
     }
     class_tot_t tot[POOL_NCLASSES];
     memset(tot, 0, sizeof tot);
-    if (!c->view)
+    if (c->mode == CHK_QUIET) {
         pool_lock_all_(a);
+    } else if (c->mode == CHK_LIVE && !pool_lock_all_timed_(a, POOL_WAIT_MS)) {
+        pid_t holder = pool_lock_stalled(POOL_WAIT_MS);
+        if (c->cap > 0 && holder != 0)
+            pool_snprintf_(c->msg, c->cap, "not run: pid %d held a pool lock for over %u ms",
+                           (int)holder, POOL_WAIT_MS);
+        else if (c->cap > 0)
+            pool_snprintf_(c->msg, c->cap, "not run: a pool lock was held for over %u ms",
+                           POOL_WAIT_MS);
+        return EAGAIN;
+    }
     uint64_t free_spans = 0;
     bool ok = check_spans(c, tot, &free_spans) && check_free_lists(c, free_spans) &&
               check_central(c, tot) && check_slots(c) && check_journals(c);
-    if (!c->view)
+    if (c->mode != CHK_VIEW)
         pool_unlock_all_(a);
     return ok ? 0 : -1;
 }
 
+/* An arena to check in this process: a forked child's copy was taken
+ * while other processes went on: it is the child's private heap of
+ * inherited objects, not an arena. */
+static bool checkable(void)
+{
+    return pool_arena_.hdr != NULL && !pool_arena_copied_();
+}
+
 int pool_check(char *msg, size_t cap)
 {
-    chk_t c = { &pool_arena_, msg, cap, false, false };
+    chk_t c = { &pool_arena_, msg, cap, false, CHK_QUIET, 0 };
     if (cap > 0)
         msg[0] = '\0';
-    /* A forked child's copy was taken while other processes went on: it
-     * is the child's private heap of inherited objects, not an arena. */
-    if (pool_arena_.hdr == NULL || pool_arena_copied_())
-        return 0;
-    return check_of(&c);
+    return checkable() ? check_of(&c) : 0;
+}
+
+int pool_check_live_(char *msg, size_t cap, unsigned *left_out)
+{
+    chk_t c = { &pool_arena_, msg, cap, false, CHK_LIVE, 0 };
+    if (cap > 0)
+        msg[0] = '\0';
+    int rc = checkable() ? check_of(&c) : 0;
+    *left_out = c.left_out;
+    return rc;
 }
 
 int pool_check_view_(pool_arena_t *a, char *msg, size_t cap)
 {
-    chk_t c = { a, msg, cap, false, true };
+    chk_t c = { a, msg, cap, false, CHK_VIEW, 0 };
     return check_of(&c);
 }

@@ -4,11 +4,15 @@
  * process die: inside every lock-held mutation (one at every journaled
  * step, journal.<op>, besides the named ones), in recovery, in the reaper
  * and in the watchdog's repair.  SHMPOOL_CRASH picks one point and hit
- * ("name:N", optionally ":stop" to stop instead of dying), or makes any
+ * ("name:N", optionally ":stop" to stop instead of dying, and "@SLOT" to
+ * arm it only in the process attached at that slot: one worker of a
+ * server whose workers all inherit the variable), or makes any
  * hit of any point fatal with a probability ("random:P[:SEED]"), so that a
  * soak lands its deaths inside locks rather than wherever a kill from
- * outside happens to fall, or both ("random:P,name:N").  A process that dies here says on stderr which
- * point it died at and which lock it held, for the soak to count.
+ * outside happens to fall, or both ("random:P,name:N").  Anything else is
+ * refused with a line on stderr and arms nothing.  A process that dies
+ * here says on stderr which point it died at and which lock it held, for
+ * the soak to count.
  *
  * Release builds compile every point away (POOL_CRASH_POINT); this file
  * then only parses nothing.
@@ -37,6 +41,7 @@ static unsigned long crash_at; /* die at this hit */
  * each hit has one number, so the point fires exactly once. */
 static unsigned long crash_hits; /* of the named point */
 static bool crash_stop;        /* ":stop": stop (SIGSTOP) there instead, lock held */
+static int crash_slot = -1;    /* "@SLOT": only the process attached there; -1: any */
 static bool crash_random;      /* "random:P": any point, with probability */
 static unsigned long random_hits; /* of any point, in random mode */
 static uint64_t crash_threshold; /* die when a draw is below it (P * 2^64) */
@@ -124,21 +129,30 @@ static bool known(const char *name)
     return false;
 }
 
+/* "name:N[:stop][@SLOT]".  The count is not optional: a point armed at a
+ * hit nobody wrote would fire where the test did not mean it to. */
 static bool config_named(const char *v)
 {
-    const char *colon = strchr(v, ':');
-    size_t n = colon ? (size_t)(colon - v) : strlen(v);
-    unsigned long at = 1;
-    if (colon != NULL) {
-        const char *mode = strchr(colon + 1, ':');
-        if (mode != NULL && strcmp(mode, ":stop") != 0)
+    const char *end = strchr(v, '@');
+    if (end != NULL) {
+        unsigned long slot;
+        if (!parse_count(end + 1, end + 1 + strlen(end + 1), POOL_MAX_SLOTS - 1, &slot))
             return false;
-        crash_stop = mode != NULL;
-        const char *end = mode != NULL ? mode : colon + 1 + strlen(colon + 1);
-        if (!parse_count(colon + 1, end, 100000000ul, &at))
-            return false;
+        crash_slot = (int)slot;
+    } else {
+        end = v + strlen(v);
     }
-    if (n == 0 || n >= sizeof crash_name || at == 0)
+    const char *colon = memchr(v, ':', (size_t)(end - v));
+    if (colon == NULL)
+        return false;
+    const char *mode = memchr(colon + 1, ':', (size_t)(end - colon - 1));
+    if (mode != NULL && ((size_t)(end - mode) != 5 || strncmp(mode, ":stop", 5) != 0))
+        return false;
+    crash_stop = mode != NULL;
+    unsigned long at;
+    size_t n = (size_t)(colon - v);
+    if (!parse_count(colon + 1, mode != NULL ? mode : end, 100000000ul, &at) || at == 0 ||
+        n == 0 || n >= sizeof crash_name)
         return false;
     memcpy(crash_name, v, n);
     crash_name[n] = '\0';
@@ -151,15 +165,17 @@ void pool_crash_config_(void)
     crash_name[0] = '\0';
     crash_hits = random_hits = 0;
     crash_stop = crash_random = false;
+    crash_slot = -1;
     if (pool_config_debug == 0)
         return;
     const char *v = pool_prim_getenv_("SHMPOOL_CRASH");
     if (v == NULL || *v == '\0')
         return;
     /* At most one of each, separated by a comma: random deaths, and one
-     * point that a probability would seldom reach (once a reap). */
+     * point that a probability would seldom reach (once a reap).  Every
+     * part is read, an empty one after a comma too. */
     bool ok = true;
-    for (const char *part = v; ok && *part != '\0';) {
+    for (const char *part = v;;) {
         const char *comma = strchr(part, ',');
         size_t n = comma != NULL ? (size_t)(comma - part) : strlen(part);
         char one[96];
@@ -172,14 +188,17 @@ void pool_crash_config_(void)
             else
                 ok = crash_name[0] == '\0' && config_named(one);
         }
-        part += n + (comma != NULL);
+        if (!ok || comma == NULL)
+            break;
+        part = comma + 1;
     }
     if (!ok) {
         crash_name[0] = '\0';
         crash_random = crash_stop = false;
-        pool_error_(0, "SHMPOOL_CRASH: bad value '%s' (want point:N, point:N:stop, "
-                       "random:P[:SEED] with 0 < P <= 1, or one of each after a comma, for "
-                       "points libshmpool(7) names)", v);
+        crash_slot = -1;
+        pool_error_(0, "SHMPOOL_CRASH='%s' is not point:N[:stop][@SLOT] or random:P[:SEED] "
+                       "(0 < P <= 1), nor one of each after a comma, for points libshmpool(7) "
+                       "names; no crash point is armed", v);
     }
 }
 
@@ -231,11 +250,12 @@ static unsigned long count_hit(unsigned long *counter)
 }
 
 /* One hit of the point name+op, `named` when it is SHMPOOL_CRASH's named
- * point: that fires at its crash_at-th hit, random mode at any hit its
- * draw picks. */
+ * point: that fires at its crash_at-th hit in its slot, random mode at any
+ * hit its draw picks. */
 static void hit(const char *name, const char *op, bool named)
 {
     unsigned long n;
+    named &= crash_slot < 0 || pool_slot() == crash_slot;
     if (named && (n = count_hit(&crash_hits)) == crash_at)
         fire(name, op, n);
     if (crash_random && draw(n = count_hit(&random_hits)))

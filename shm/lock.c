@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #include "prim/prim.h"
 
@@ -177,8 +178,35 @@ static void recover(pool_arena_t *a, pool_lock_kind_t kind, unsigned arg)
  * is), and every try would keep it off the CPU a little longer. */
 #define POOL_LOCK_SPINS 16
 
+struct timespec pool_deadline_in_(unsigned ms)
+{
+    struct timespec d;
+    clock_gettime(CLOCK_REALTIME, &d);
+    d.tv_sec += ms / 1000;
+    d.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (d.tv_nsec >= 1000000000L) {
+        d.tv_sec++;
+        d.tv_nsec -= 1000000000L;
+    }
+    return d;
+}
+
+/* Whether the lock's holder has kept it for POOL_WAIT_MS already: stuck
+ * (stopped, or looping), as far as a caller with a deadline is concerned.
+ * holder before since: a newer holder only makes since newer. */
+static bool held_too_long(const pool_journal_sh_t *j)
+{
+    int holder = pool_atomic_load_acquire(&j->xholder);
+    uint64_t since = pool_atomic_load_acquire(&j->xsince_ns);
+    uint64_t now = pool_prim_now_coarse_ns_();
+    return holder != 0 && now > since && now - since >= (uint64_t)POOL_WAIT_MS * 1000000u;
+}
+
 /* Acquire, blocking or (deadline not NULL, CLOCK_REALTIME as the mutex
- * wants it) until the deadline.  Returns false on timeout. */
+ * wants it) until the deadline.  Returns false on timeout, and at once
+ * when a holder has kept the lock POOL_WAIT_MS already: a supervisor that
+ * meets a stuck holder at every call (a master's wait, its one-second
+ * rounds) then pays the wait once, not at every call. */
 static bool acquire(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsigned arg,
                     const struct timespec *deadline)
 {
@@ -205,6 +233,8 @@ static bool acquire(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, u
             rc = pthread_mutex_trylock(&l->mutex);
         }
     }
+    if (rc == EBUSY && deadline != NULL && held_too_long(pool_journal_(a, kind, arg)))
+        return false;
     if (rc == EBUSY) {
         rc = deadline != NULL ? pthread_mutex_timedlock(&l->mutex, deadline)
                               : pthread_mutex_lock(&l->mutex);

@@ -326,12 +326,14 @@ static void decay(pool_arena_t *a)
     pool_journal_commit_(j);
 }
 
-void pool_pageheap_decay_(pool_arena_t *a)
+bool pool_pageheap_decay_(pool_arena_t *a, const struct timespec *deadline)
 {
     pool_pageheap_sh_t *ph = a->ph;
-    pool_lock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
+    if (!pool_lock_timed_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0, deadline))
+        return false;
     decay(a);
     pool_unlock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
+    return true;
 }
 
 void pool_pageheap_trim_(pool_arena_t *a)

@@ -150,8 +150,9 @@ void pool_pageheap_register_(void);
  * page-heap lock. */
 void pool_pageheap_trim_(pool_arena_t *a);
 /* End the decay period if it has run its course (pool_decay).  Takes the
- * page-heap lock. */
-void pool_pageheap_decay_(pool_arena_t *a);
+ * page-heap lock by deadline (CLOCK_REALTIME); false, nothing done, when a
+ * live holder kept it. */
+bool pool_pageheap_decay_(pool_arena_t *a, const struct timespec *deadline);
 /* pool_pageheap_free_ for a caller that holds the page-heap lock. */
 void pool_pageheap_free_locked_(pool_arena_t *a, uint32_t span);
 /* Whether free spans l and r, r right after l, are one span: unless their
@@ -290,11 +291,20 @@ int pool_lock_init_(pool_lock_sh_t *l, pool_lock_kind_t kind);
  * fails: an unrecoverable lock aborts. */
 void pool_lock_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsigned arg);
 void pool_unlock_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsigned arg);
+/* How long a call that must not hang with a stuck lock holder waits for
+ * pool locks, in all: pool_reap, pool_repair, pool_decay, pool_usage and
+ * the debug builds' /stats check, the calls of a supervisor or a waiting
+ * parent.  A live holder that keeps a lock longer is stuck. */
+#define POOL_WAIT_MS 200
 /* pool_lock_ that gives up at deadline (CLOCK_REALTIME): false, lock not
- * taken, when a live holder keeps it that long. */
+ * taken, when a live holder keeps it that long; false at once when the
+ * holder has kept it POOL_WAIT_MS already. */
 struct timespec;
 bool pool_lock_timed_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsigned arg,
                       const struct timespec *deadline);
+/* The CLOCK_REALTIME instant ms milliseconds from now, as pool_lock_timed_
+ * wants it. */
+struct timespec pool_deadline_in_(unsigned ms);
 /* The journal of the lock (kind, arg). */
 pool_journal_sh_t *pool_journal_(pool_arena_t *a, pool_lock_kind_t kind, unsigned arg);
 
@@ -591,6 +601,13 @@ void pool_usage_view_(pool_arena_t *a, pool_usage_t *u);
 /* check.c                                                                   */
 /* ------------------------------------------------------------------------ */
 
+/* pool_check of the arena while other threads use it: the locks are
+ * waited for POOL_WAIT_MS at most in all, and the thread caches of other
+ * threads, which change under no lock, are not walked (*left_out: how
+ * many taken slots were left out).  Returns 0, -1 (msg says what is
+ * wrong), or EAGAIN: a live holder kept a lock, nothing was checked (msg
+ * says who). */
+int pool_check_live_(char *msg, size_t cap, unsigned *left_out);
 /* pool_check of an arena read from outside, without locks and without
  * following the thread caches' links; says nothing on stderr.  A busy
  * arena may show a change caught half made: read it again. */

@@ -27,9 +27,6 @@
 
 #include "prim/prim.h"
 
-/* How long a reap waits for all the locks together: a live holder that
- * keeps one longer is stuck, and the caller must not hang with it. */
-#define POOL_REAP_WAIT_MS 200
 /* How often the processes using the arena look for the dead on their own:
  * the first allocation slow path past the due time does it. */
 #define POOL_REAP_PERIOD_NS UINT64_C(1000000000)
@@ -41,23 +38,9 @@ void pool_lock_all_(pool_arena_t *a)
         pool_lock_(a, &a->central[cls].lock, POOL_LOCK_CENTRAL, cls);
 }
 
-/* The CLOCK_REALTIME instant ms milliseconds from now, as the mutexes want it. */
-static struct timespec deadline_in(unsigned ms)
-{
-    struct timespec d;
-    clock_gettime(CLOCK_REALTIME, &d);
-    d.tv_sec += ms / 1000;
-    d.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (d.tv_nsec >= 1000000000L) {
-        d.tv_sec++;
-        d.tv_nsec -= 1000000000L;
-    }
-    return d;
-}
-
 bool pool_lock_all_timed_(pool_arena_t *a, unsigned ms)
 {
-    struct timespec deadline = deadline_in(ms);
+    struct timespec deadline = pool_deadline_in_(ms);
     if (!pool_lock_timed_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0, &deadline))
         return false;
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
@@ -99,7 +82,7 @@ int pool_repair(unsigned *recovered)
     uint64_t before = pool_atomic_load_relaxed(&a->crash->xrecoveries);
     /* One deadline for all: past it, a free lock is still taken at once,
      * and a held one is given up without waiting again. */
-    struct timespec deadline = deadline_in(POOL_REAP_WAIT_MS);
+    struct timespec deadline = pool_deadline_in_(POOL_WAIT_MS);
     bool stuck = !repair_one(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0, &deadline);
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
         stuck |= !repair_one(a, &a->central[cls].lock, POOL_LOCK_CENTRAL, cls, &deadline);
@@ -382,7 +365,7 @@ static int reap_slots(pool_arena_t *a, const dead_t *d, pid_t pid, pool_reap_rep
         }
     }
     uint64_t before = pool_atomic_load_relaxed(&a->crash->xrecoveries);
-    if (!pool_lock_all_timed_(a, POOL_REAP_WAIT_MS)) {
+    if (!pool_lock_all_timed_(a, POOL_WAIT_MS)) {
         defer(a, d);
         return EAGAIN;
     }
@@ -469,11 +452,14 @@ void pool_reap_maybe_(pool_arena_t *a)
     pool_reap_dead_(a);
 }
 
-/* The last reap of pid that another process did, into *r; false if the
- * history has none. */
-static bool reaped_elsewhere(pool_arena_t *a, pid_t pid, pool_reap_report_t *r)
+/* The last reap of pid that another process did, into *r: 0, ESRCH if the
+ * history has none, EAGAIN if a live holder kept the page-heap lock (the
+ * history's) past the deadline. */
+static int reaped_elsewhere(pool_arena_t *a, pid_t pid, pool_reap_report_t *r,
+                            const struct timespec *deadline)
 {
-    pool_lock_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0);
+    if (!pool_lock_timed_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0, deadline))
+        return EAGAIN;
     const pool_crash_sh_t *c = a->crash;
     uint64_t n = c->reaps < POOL_REAP_HISTORY ? c->reaps : POOL_REAP_HISTORY;
     bool found = false;
@@ -490,7 +476,7 @@ static bool reaped_elsewhere(pool_arena_t *a, pid_t pid, pool_reap_report_t *r)
         found = true;
     }
     pool_unlock_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0);
-    return found;
+    return found ? 0 : ESRCH;
 }
 
 int pool_reap(pid_t pid, pool_reap_report_t *out)
@@ -508,7 +494,7 @@ int pool_reap(pid_t pid, pool_reap_report_t *out)
         return EBUSY;
     /* The caller knows pid is dead (it waited for it): wait a moment for a
      * life lock another reaper holds rather than call it alive. */
-    struct timespec deadline = deadline_in(POOL_REAP_WAIT_MS);
+    struct timespec deadline = pool_deadline_in_(POOL_WAIT_MS);
     dead_t d = { 0, { 0 } };
     bool alive = false;
     for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
@@ -526,7 +512,7 @@ int pool_reap(pid_t pid, pool_reap_report_t *out)
     }
     if (d.n == 0) {
         /* Reaped by whoever noticed first, or never attached. */
-        return reaped_elsewhere(a, pid, r) ? 0 : ESRCH;
+        return reaped_elsewhere(a, pid, r, &deadline);
     }
     int rc = reap_slots(a, &d, pid, r);
     if (rc == 0 && out != NULL)
@@ -538,17 +524,19 @@ int pool_reap(pid_t pid, pool_reap_report_t *out)
 /* Housekeeping                                                              */
 /* ------------------------------------------------------------------------ */
 
-void pool_decay(void)
+int pool_decay(void)
 {
     pool_arena_t *a = &pool_arena_;
     if (a->hdr == NULL || pool_arena_copied_())
-        return;
+        return 0;
     /* Read without the lock: a period not yet over costs nothing.  A
      * period is the page heap's own operations' to end; this ends one
      * they have left running twice its length, a heap gone quiet. */
     uint64_t start = pool_atomic_load_relaxed(&a->ph->decay_start_ns);
-    if (pool_prim_now_coarse_ns_() - start >= 2 * POOL_DECAY_NS)
-        pool_pageheap_decay_(a);
+    if (pool_prim_now_coarse_ns_() - start < 2 * POOL_DECAY_NS)
+        return 0;
+    struct timespec deadline = pool_deadline_in_(POOL_WAIT_MS);
+    return pool_pageheap_decay_(a, &deadline) ? 0 : EAGAIN;
 }
 
 /* ------------------------------------------------------------------------ */

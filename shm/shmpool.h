@@ -110,20 +110,26 @@ typedef struct pool_usage_s {
     size_t attach_failures; /* attaches refused: every slot held by a live thread */
 } pool_usage_t;
 
-/* Fill *u.  Takes each lock briefly; thread caches of other processes are
- * counted from their slots. */
-POOL_API void pool_usage(pool_usage_t *u);
+/* Fill *u.  Takes each lock briefly, waiting 200 ms at most in all;
+ * thread caches of other processes are counted from their slots.  Returns
+ * 0; EAGAIN when a live process kept a lock past that (a stuck holder):
+ * what that lock guards was read as it was, so *u is approximate. */
+POOL_API int pool_usage(pool_usage_t *u);
 
 /* Walk every structure (page map, spans, free lists, bitmaps, counts, central
- * lists, slots) under the locks.  Returns 0 when consistent; otherwise -1,
- * with the first inconsistency described in msg (NUL-terminated, truncated
- * to cap) and written to stderr. */
+ * lists, slots and every thread cache's list) under the locks.  Returns 0
+ * when consistent; otherwise -1, with the first inconsistency described in
+ * msg (NUL-terminated, truncated to cap) and written to stderr.  Other
+ * threads' caches change under no lock: call it on a quiescent arena
+ * (pool_stats_json's check leaves them out). */
 POOL_API int pool_check(char *msg, size_t cap);
 
 /* Write the allocator's section of poold's /stats as one JSON object into
- * buf without allocating (name, arena figures, and with --enable-pool-stats
- * the per-slot, per-class counters).  Returns the length it needed, like
- * snprintf; buf is NUL-terminated when cap > 0. */
+ * buf without allocating (name, arena figures, in debug builds a check of
+ * the live arena, and with --enable-pool-stats the per-slot, per-class
+ * counters).  Waits for each lock 200 ms at most, like pool_usage().
+ * Returns the length it needed, like snprintf; buf is NUL-terminated when
+ * cap > 0. */
 POOL_API size_t pool_stats_json(char *buf, size_t cap);
 
 /* Flush the calling thread's cache to the central caches (tests, detach). */
@@ -146,8 +152,10 @@ POOL_API void pool_thread_scavenge(void);
  * quiet (after a burst, pages would otherwise stay mapped until the next
  * page-heap operation).  Any
  * process that maps the arena may call it, attached or not; cheap when no
- * period has ended.  poold's master calls it every second. */
-POOL_API void pool_decay(void);
+ * period has ended.  poold's master calls it every second.  Returns 0;
+ * EAGAIN if a live process kept the page-heap lock for 200 ms (a stuck
+ * holder: nothing was done; call again later). */
+POOL_API int pool_decay(void);
 
 /* ------------------------------------------------------------------------ */
 /* Crashes                                                                   */

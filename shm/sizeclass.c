@@ -64,7 +64,9 @@ pool_class_t pool_classes_[POOL_NCLASSES];
  * batches (16 objects), whose class count drifts by a few objects either
  * way, crossed its bounds every few dozen frees. */
 #define POOL_BIN_BYTES (256u << 10)
-#define POOL_BIN_BYTES_MAX ((size_t)UINT16_MAX * 16)
+/* SHMPOOL_TCACHE's largest: a bin's watermark is 16 bits, so a bin of
+ * 16-byte objects stops 16 bytes short of it. */
+#define POOL_BIN_BYTES_MAX ((size_t)1 << 20)
 /* Wholly free spans a class keeps rather than give them to the page heap:
  * a batch allocated and freed again, or a class whose count swings by a
  * few spans, then never carves and frees the same spans through the page
@@ -87,7 +89,6 @@ static void read_knob(void)
         return;
     size_t bytes, batch = POOL_BATCH_MAX;
     const char *end;
-    /* A bin's watermark is 16 bits: 1 MiB of 16-byte objects at most. */
     bool ok = pool_parse_size_(v, &bytes, &end) && bytes <= POOL_BIN_BYTES_MAX;
     if (ok && *end == ',')
         ok = pool_parse_size_(end + 1, &batch, NULL) && batch >= 1 && batch <= POOL_BATCH_MAX;
@@ -134,6 +135,8 @@ static void class_geometry(pool_class_t *c, uint32_t size)
     uint32_t bin = knob_bin_bytes / size;
     uint32_t keep = POOL_KEEP_EMPTY_BYTES / (best_p * (uint32_t)POOL_PAGE_SIZE);
     c->max_batch = (uint16_t)batch;
+    if (bin > UINT16_MAX)
+        bin = UINT16_MAX;
     c->watermark = (uint16_t)(bin > 2 * batch ? bin : 2 * batch);
     c->keep_empty = (uint16_t)(keep > 1 ? keep : 1);
 }

@@ -8,6 +8,7 @@
  */
 #include "pool-internal.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "prim/prim.h"
@@ -32,12 +33,19 @@ static void tcache_objects(pool_arena_t *a, uint64_t *per_class)
 }
 
 /* pool_usage of arena a, taking each lock briefly when `lock` (another
- * process's arena read from outside is read as it is). */
-static void usage_of(pool_arena_t *a, pool_usage_t *u, bool lock)
+ * process's arena read from outside is read as it is), all of them by one
+ * deadline.  What a lock a live holder kept past it guards is read as it
+ * is too: a supervisor's /stats must not hang with a stuck holder.
+ * Returns false when that happened. */
+static bool usage_of(pool_arena_t *a, pool_usage_t *u, bool lock)
 {
     memset(u, 0, sizeof *u);
     if (a->hdr == NULL)
-        return;
+        return true;
+    struct timespec deadline;
+    if (lock)
+        deadline = pool_deadline_in_(POOL_WAIT_MS);
+    bool exact = true;
     u->reserved = a->hdr->size;
     u->fallbacks = pool_atomic_load_relaxed(&a->hdr->xfallbacks);
     u->foreign_frees = pool_atomic_load_relaxed(&a->hdr->xforeign_frees);
@@ -49,15 +57,18 @@ static void usage_of(pool_arena_t *a, pool_usage_t *u, bool lock)
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
         pool_central_sh_t *c = &a->central[cls];
         const pool_class_t *k = &pool_classes_[cls];
-        if (lock)
-            pool_lock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
+        bool locked = lock && pool_lock_timed_(a, &c->lock, POOL_LOCK_CENTRAL, cls, &deadline);
+        exact &= locked || !lock;
         uint64_t spans = c->nspans, free_objs = 0;
         /* Bounded: a list read while it changes may loop. */
         uint32_t seen = 0;
         for (uint32_t i = c->head; i < a->npages && seen++ < a->npages; i = a->spans[i].next)
             free_objs += a->spans[i].nfree;
-        if (lock)
+        if (locked)
             pool_unlock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
+        /* Read unlocked, the free count may pass what the spans hold. */
+        if (free_objs > spans * k->count)
+            free_objs = spans * k->count;
         uint64_t handed = spans * k->count - free_objs;
         uint64_t tc = cached_objs[cls] < handed ? cached_objs[cls] : handed;
         uint64_t span_bytes = (uint64_t)k->pages * POOL_PAGE_SIZE;
@@ -68,21 +79,22 @@ static void usage_of(pool_arena_t *a, pool_usage_t *u, bool lock)
         cached += (free_objs + tc) * k->size + tail;
     }
     pool_pageheap_sh_t *ph = a->ph;
-    if (lock)
-        pool_lock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
+    bool locked = lock && pool_lock_timed_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0, &deadline);
+    exact &= locked || !lock;
     u->used = (size_t)ph->carved << POOL_PAGE_SHIFT;
     u->free = (size_t)ph->free_pages << POOL_PAGE_SHIFT;
     u->returned = (size_t)ph->returned_pages << POOL_PAGE_SHIFT;
     in_use += (size_t)ph->big_pages << POOL_PAGE_SHIFT;
-    if (lock)
+    if (locked)
         pool_unlock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
     u->in_use = in_use;
     u->cached = cached;
+    return exact;
 }
 
-void pool_usage(pool_usage_t *u)
+int pool_usage(pool_usage_t *u)
 {
-    usage_of(&pool_arena_, u, true);
+    return usage_of(&pool_arena_, u, true) ? 0 : EAGAIN;
 }
 
 void pool_usage_view_(pool_arena_t *a, pool_usage_t *u)
@@ -220,19 +232,19 @@ static void jp_crash(json_t *j, pool_arena_t *a)
     jp(j, "]}");
 }
 
-/* Debug builds: pool_check()'s verdict, quotes and backslashes of its
- * message replaced so that the JSON stays valid. */
+/* Debug builds: the live check's verdict, quotes and backslashes of its
+ * message replaced so that the JSON stays valid, and how many thread
+ * caches it left out. */
 static void jp_check(json_t *j)
 {
     char msg[200];
-    if (pool_check(msg, sizeof msg) == 0) {
-        jp(j, ",\"check\":\"ok\"");
-        return;
-    }
+    unsigned left_out;
+    if (pool_check_live_(msg, sizeof msg, &left_out) == 0)
+        pool_snprintf_(msg, sizeof msg, "ok");
     for (char *m = msg; *m; m++)
         if (*m == '"' || *m == '\\' || (unsigned char)*m < 0x20)
             *m = '\'';
-    jp(j, ",\"check\":\"%s\"", msg);
+    jp(j, ",\"check\":\"%s\",\"check_caches_left_out\":%u", msg, left_out);
 }
 
 size_t pool_stats_json(char *buf, size_t cap)
@@ -245,14 +257,14 @@ size_t pool_stats_json(char *buf, size_t cap)
        pool_attached() ? "true" : "false", pool_slot(), pool_config_stats ? "true" : "false");
     if (a->hdr != NULL) {
         pool_usage_t u;
-        pool_usage(&u);
+        bool exact = pool_usage(&u) == 0;
         static const char *const backing[] = { "pages", "thp", "hugetlb" };
         jp(&j, ",\"arena\":{\"reserved\":%zu,\"used\":%zu,\"in_use\":%zu,\"cached\":%zu,"
                "\"free\":%zu,\"returned\":%zu,\"fallbacks\":%zu,\"foreign_frees\":%zu,"
-               "\"attach_failures\":%zu,\"page_size\":%zu,\"backing\":\"%s\"}",
+               "\"attach_failures\":%zu,\"page_size\":%zu,\"backing\":\"%s\",\"exact\":%s}",
            u.reserved, u.used, u.in_use, u.cached, u.free, u.returned, u.fallbacks,
            u.foreign_frees, u.attach_failures, POOL_PAGE_SIZE,
-           backing[a->hdr->backing < 3 ? a->hdr->backing : 0]);
+           backing[a->hdr->backing < 3 ? a->hdr->backing : 0], exact ? "true" : "false");
         const pool_pageheap_sh_t *ph = a->ph;
         jp(&j, ",\"pageheap\":{\"pages\":%u,\"carved\":%u,\"allocs\":%lu,\"frees\":%lu,"
                "\"madvise_remove\":%lu,\"decayed_pages\":%lu,\"reused_returned_pages\":%lu,"

@@ -12,6 +12,10 @@
  * not know the pool.  Only a process that is not attached does it: only
  * its children attach (an attached process's children get a private
  * copy), and it holds no pool lock it could meet again in the reap.  The
+ * reap and the decay wait for the pool's locks POOL_WAIT_MS at most, and
+ * not at all for a holder that has kept one that long already: a child
+ * stopped holding one (SIGSTOP, a debugger) must not stop its parent's
+ * wait(WNOHANG), nor any wait for another child.  The
  * reap allocates nothing and writes with write(2) only; a wait from a
  * SIGCHLD handler that interrupted a wait already reaping does nothing,
  * so the handler never waits for locks its own thread holds.  errno is
@@ -50,7 +54,8 @@ static __thread bool reaping __attribute__((tls_model("initial-exec")));
 /* After a wait: reap the child that ended (pid > 0), if it held a slot (a
  * pid that never attached costs a look at the slots), and any reap left
  * pending; and, the master being the one process sure to come by, end the
- * page heap's decay period if it is over.  A reap that could not take the
+ * page heap's decay period if it is over (a decay that could not take its
+ * lock waits for the next call).  A reap that could not take the
  * locks in time (a live holder was slow) leaves its slots marked dead, so
  * every later wait, whatever it returns, tries again until none is left:
  * a retry may meet the slow holder again, and a server whose load is over

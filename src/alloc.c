@@ -104,10 +104,11 @@ int pd_alloc_reap(pid_t pid, pd_log_level_t level)
     return PD_OK;
 }
 
-void pd_alloc_decay(void)
+int pd_alloc_decay(void)
 {
-    if (pd_alloc_is_pool() && pool_decay != NULL)
-        pool_decay();
+    if (!pd_alloc_is_pool() || pool_decay == NULL)
+        return PD_OK;
+    return pool_decay() == EAGAIN ? PD_AGAIN : PD_OK;
 }
 
 void pd_alloc_scavenge(void)

@@ -80,7 +80,8 @@ void pd_config_usage(FILE *out)
           "  -p, --port PORT          TCP port, 0 for any free one (default: 8080)\n"
           "  -b, --bind ADDR          IPv4 or IPv6 address (default: 127.0.0.1)\n"
           "      --no-pin             do not pin worker i to CPU i mod CPUs\n"
-          "      --heap-size SIZE     shared pool arena, pool builds only (default: 1G)\n"
+          "      --heap-size SIZE     shared pool arena, 4M..16384G, pool builds only\n"
+          "                           (default: 1G)\n"
           "      --max-header SIZE    request line and headers, else 414/431 (default: 8K)\n"
           "      --max-body SIZE      request body, else 413 (default: 1M)\n"
           "      --max-conns N        open connections per worker (default: 1024)\n"
@@ -336,9 +337,11 @@ pd_config_result_t pd_config_parse(pd_config_t *cfg, int argc, char **argv,
             cfg->pin = false;
             break;
         case OPT_HEAP_SIZE:
-            rc = pd_config_size(optarg, PD_MIB, 64 * PD_TIB, &v);
+            /* What pool_create() takes: room for its header and page map,
+             * and the page map's reach. */
+            rc = pd_config_size(optarg, 4 * PD_MIB, 16 * PD_TIB, &v);
             cfg->heap_size = (size_t)v;
-            expect = "a size from 1M to 65536G";
+            expect = "a size from 4M to 16384G";
             break;
         case OPT_MAX_HEADER:
             rc = pd_config_size(optarg, 256, PD_MIB, &v);

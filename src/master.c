@@ -37,6 +37,10 @@
 /* A pool lock held this long by a worker that answers nothing means the
  * worker is stuck (stopped, or looping inside the pool): it is killed. */
 #define PD_LOCK_STALL_MS 2000
+/* The watchdog's look at the pool's locks, and the pool's decay: each on a
+ * timer of its own. */
+#define PD_WATCHDOG_MS 500
+#define PD_DECAY_MS 1000
 
 typedef struct pd_slot_s {
     pid_t pid;              /* 0 while not running */
@@ -57,6 +61,8 @@ typedef struct pd_master_s {
     int nunreaped;
     pid_t stalled;              /* worker process seen holding a pool lock too long */
     uint64_t stalled_requests;  /* its request count when first seen */
+    int64_t watchdog_us;        /* the watchdog's next look (monotonic) */
+    int64_t decay_us;           /* the pool's next decay (monotonic) */
 } pd_master_t;
 
 static volatile sig_atomic_t pd_got_chld;
@@ -380,10 +386,10 @@ static void pd_reap(pd_master_t *m)
     }
 }
 
-/* A worker process that has held a pool lock for PD_LOCK_STALL_MS, and
- * answered no request between two looks (with --threads: none of its
- * threads did; the pool names holders by process), is killed; reaping it
- * repairs the lock. */
+/* A worker process that has held a pool lock (the page heap's or a
+ * class's) for PD_LOCK_STALL_MS, and answered no request between two
+ * looks (with --threads: none of its threads did; the pool names holders
+ * by process), is killed; reaping it repairs the lock. */
 static void pd_watchdog(pd_master_t *m)
 {
     pid_t pid = pd_alloc_stalled(PD_LOCK_STALL_MS);
@@ -404,6 +410,29 @@ static void pd_watchdog(pd_master_t *m)
            "nothing: killed", i, (int)pid, PD_LOCK_STALL_MS);
     kill(pid, SIGKILL);
     m->stalled = 0;
+}
+
+/* The watchdog and the pool's decay, each when its timer is due; returns
+ * us until the next is.  Every pool call the master makes gives up on a
+ * lock that a live process keeps 200 ms (pool_decay() included: the page
+ * heap's holder may be the stopped worker), so none of them delays the
+ * watchdog's next look by more than that, nor the stop on SIGTERM. */
+static int64_t pd_timers(pd_master_t *m)
+{
+    int64_t now = pd_now_us();
+
+    if (now >= m->watchdog_us) {
+        pd_watchdog(m);
+        m->watchdog_us = now + PD_WATCHDOG_MS * 1000;
+    }
+    if (now >= m->decay_us) {
+        if (pd_alloc_decay() != PD_OK)
+            pd_log(PD_LOG_DEBUG, 0, "pool: a live process holds the page-heap lock; "
+                   "decay deferred");
+        m->decay_us = now + PD_DECAY_MS * 1000;
+    }
+    now = pd_now_us();
+    return (m->watchdog_us < m->decay_us ? m->watchdog_us : m->decay_us) - now;
 }
 
 /* Start the workers whose back-off has passed; returns us until the next. */
@@ -591,17 +620,18 @@ int pd_master_run(const pd_config_t *cfg)
     pd_startup_line(&m, port);
 
     while (!pd_got_stop) {
-        int64_t next;
+        int64_t next, timers;
 
         if (pd_got_chld) {
             pd_got_chld = 0;
             pd_reap(&m);
         }
-        pd_watchdog(&m);
         pd_reap_deferred(&m);
-        pd_alloc_decay();
+        timers = pd_timers(&m);
         next = pd_restart_due(&m);
-        if (!pd_got_chld && !pd_got_stop)
+        if (timers < next)
+            next = timers;
+        if (!pd_got_chld && !pd_got_stop && next > 0)
             pd_sleep_us(&m, next);
     }
     pd_stop(&m, pd_got_stop);

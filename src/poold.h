@@ -175,8 +175,10 @@ int pd_alloc_reap(pid_t pid, pd_log_level_t level);
 pid_t pd_alloc_stalled(unsigned ms);
 /* Give back the pages that stayed free through a decay period, once one
  * has ended: the master's part in the pool's housekeeping, since workers
- * that serve from their caches alone may never end one. */
-void pd_alloc_decay(void);
+ * that serve from their caches alone may never end one.  Returns PD_OK, or
+ * PD_AGAIN when a live process held the page-heap lock for 200 ms (a
+ * stuck holder: nothing was done; call again later, never block on it). */
+int pd_alloc_decay(void);
 /* Give half of the calling worker's thread cache back, and its quiet
  * classes' kept empty spans: the worker's part, once a second, so that
  * a burst's memory leaves a worker that has gone quiet. */

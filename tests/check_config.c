@@ -220,6 +220,12 @@ static const struct {
     {{"--heap-size", "0"}, "--heap-size"},
     {{"--heap-size", "12Q"}, "--heap-size"},
     {{"--heap-size", "18446744073709551616"}, "--heap-size"},
+    /* Below pool_create()'s minimum and above the page map's reach (see
+     * check_pagemap.c): refused here, not at start. */
+    {{"--heap-size", "4095K"}, "4M to 16384G"},
+    {{"--heap-size", "1M"}, "--heap-size"},
+    {{"--heap-size", "16385G"}, "4M to 16384G"},
+    {{"--heap-size", "65536G"}, "--heap-size"},
     {{"--max-header", "100"}, "--max-header"},
     {{"--max-header", "2M"}, "--max-header"},
     {{"--max-body", "-5"}, "--max-body"},
@@ -272,6 +278,16 @@ START_TEST(test_bad)
 }
 END_TEST
 
+/* --heap-size takes what the pool can make, both ends included. */
+START_TEST(test_heap_size_range)
+{
+    ck_assert_int_eq(parse(3, ARGV("--heap-size", "4M")), PD_CONFIG_RUN);
+    ck_assert_uint_eq(cfg.heap_size, (size_t)4 << 20);
+    ck_assert_int_eq(parse(3, ARGV("--heap-size", "16384G")), PD_CONFIG_RUN);
+    ck_assert_uint_eq(cfg.heap_size, (size_t)1 << 44);
+}
+END_TEST
+
 START_TEST(test_format_addr)
 {
     char buf[96];
@@ -300,6 +316,7 @@ Suite *make_config_suite(void)
     tcase_add_test(tc, test_sizes);
     tcase_add_test(tc, test_seconds);
     tcase_add_loop_test(tc, test_bad, 0, (int)(sizeof(bad) / sizeof(bad[0])));
+    tcase_add_test(tc, test_heap_size_range);
     tcase_add_test(tc, test_format_addr);
     suite_add_tcase(s, tc);
     return s;

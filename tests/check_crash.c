@@ -547,6 +547,68 @@ START_TEST(test_stalled_lock_reported)
 }
 END_TEST
 
+/* A holder stopped inside the page-heap lock stalls nothing a supervisor
+ * or a waiting parent calls: pool_decay(), pool_usage(), pool_reap() (of a
+ * pid that never attached: the reap history is the page heap's),
+ * pool_repair() and pool_stats_json() give up on the lock and say so,
+ * the watchdog's view names the holder; once it is killed, all of them
+ * work again and the lock is recovered. */
+static int stuck_heap_main(void *arg)
+{
+    pool_arena_t *a = &pool_arena_;
+    (void)arg;
+    pool_lock_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0);
+    raise(SIGSTOP);
+    return 2;
+}
+
+START_TEST(test_stopped_pageheap_holder)
+{
+    pid_t stuck = spawn(stuck_heap_main, NULL, NULL);
+    int status;
+    ck_assert_int_eq(waitpid(stuck, &status, WUNTRACED), stuck);
+    ck_assert(WIFSTOPPED(status));
+    /* A heap gone quiet for two decay periods: pool_decay() must take the
+     * lock (the field is read without it, and the holder is stopped). */
+    pool_arena_.ph->decay_start_ns = 0;
+    ck_assert_int_eq(pool_decay(), EAGAIN);
+    pool_usage_t u;
+    ck_assert_int_eq(pool_usage(&u), EAGAIN);
+    ck_assert_uint_eq(u.reserved, POOL_TEST_HEAP);
+    pid_t never = fork();
+    if (never == 0)
+        _exit(0);
+    pool_test_assert_exit0(never, "a child that never attached");
+    pool_reap_report_t r;
+    ck_assert_int_eq(pool_reap(never, &r), EAGAIN);
+    ck_assert_int_eq(pool_repair(NULL), EAGAIN);
+    ck_assert_int_eq(pool_lock_stalled(POOL_WAIT_MS), stuck);
+    static char json[1 << 16];
+    ck_assert_uint_lt(pool_stats_json(json, sizeof json), sizeof json);
+    ck_assert_msg(strstr(json, "\"exact\":false}") != NULL, "%s", json);
+    char want[80];
+    snprintf(want, sizeof want, "\"check\":\"not run: pid %d held a pool lock", (int)stuck);
+    if (POOL_CONFIG_DEBUG > 0)
+        ck_assert_msg(strstr(json, want) != NULL, "no %s in %s", want, json);
+
+    kill(stuck, SIGKILL);
+    pool_test_assert_killed(stuck, "the stuck holder");
+    unsigned recovered = 0;
+    ck_assert_int_eq(pool_repair(&recovered), 0);
+    ck_assert_uint_eq(recovered, 1);
+    ck_assert_int_eq(pool_decay(), 0);
+    ck_assert_int_eq(pool_usage(&u), 0);
+    ck_assert_int_eq(pool_reap(never, &r), ESRCH);
+    reap(stuck, NULL);
+    ck_assert_uint_lt(pool_stats_json(json, sizeof json), sizeof json);
+    ck_assert_msg(strstr(json, "\"exact\":true}") != NULL, "%s", json);
+    if (POOL_CONFIG_DEBUG > 0)
+        ck_assert_msg(strstr(json, "\"check\":\"ok\",\"check_caches_left_out\":0") != NULL,
+                      "%s", json);
+    pool_test_assert_settled(0);
+}
+END_TEST
+
 /* /stats shows the reaps, one by one, and the crash counters. */
 START_TEST(test_stats_show_reaps)
 {
@@ -573,6 +635,84 @@ START_TEST(test_stats_show_reaps)
 }
 END_TEST
 
+/* SHMPOOL_CRASH: a malformed value arms nothing and says so in one line
+ * of stderr; "@SLOT" arms the point only in the process attached there. */
+typedef enum spec_slot_e { SPEC_ANY, SPEC_OWN, SPEC_OTHER } spec_slot_t;
+
+static const struct {
+    const char *spec;
+    spec_slot_t slot;   /* "@" and the child's own slot or another appended */
+    bool refused;       /* else it fires exactly when armed in the child's slot */
+} crash_specs[] = {
+    { "central.fetch", SPEC_ANY, true },
+    { "random:0.001,central.fetch", SPEC_ANY, true },
+    { "central.fetch:1,", SPEC_ANY, true },
+    { ",central.fetch:1", SPEC_ANY, true },
+    { "central.fetch:0", SPEC_ANY, true },
+    { "central.fetch:", SPEC_ANY, true },
+    { "central.fetch:1:stop:", SPEC_ANY, true },
+    { "central.fetch:1:kill", SPEC_ANY, true },
+    { "central.fetch:1@", SPEC_ANY, true },
+    { "central.fetch:1@256", SPEC_ANY, true },
+    { "central.fetch:1@1x", SPEC_ANY, true },
+    { "central.fetch:1", SPEC_OWN, false },
+    { "central.fetch:1", SPEC_OTHER, false },
+    { "central.fetch:1", SPEC_ANY, false },
+};
+
+typedef struct spec_run_s {
+    unsigned i;   /* into crash_specs */
+    int err[2];   /* the child's stderr */
+} spec_run_t;
+
+static int spec_main(void *arg)
+{
+    spec_run_t *r = arg;
+    char spec[96];
+    int slot = crash_specs[r->i].slot == SPEC_OWN ? pool_slot() : pool_slot() + 1;
+    if (crash_specs[r->i].slot == SPEC_ANY)
+        snprintf(spec, sizeof spec, "%s", crash_specs[r->i].spec);
+    else
+        snprintf(spec, sizeof spec, "%s@%d", crash_specs[r->i].spec, slot);
+    if (dup2(r->err[1], STDERR_FILENO) < 0)
+        return 5;
+    setenv("SHMPOOL_CRASH", spec, 1);
+    pool_crash_config_();
+    /* Fresh classes: every one fetches from its central cache. */
+    for (size_t size = 16; size <= 4096; size *= 2)
+        pool_free(pool_malloc(size));
+    return 0;
+}
+
+START_TEST(test_crash_spec)
+{
+    spec_run_t r = { (unsigned)_i, { -1, -1 } };
+    ck_assert_int_eq(pipe(r.err), 0);
+    pid_t pid = spawn(spec_main, &r, NULL);
+    int status = pool_test_wait(pid);
+    close(r.err[1]);
+    char said[512];
+    ssize_t n = read(r.err[0], said, sizeof said - 1);
+    said[n > 0 ? n : 0] = '\0';
+    close(r.err[0]);
+    bool fired = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+    const char *spec = crash_specs[_i].spec;
+    spec_slot_t slot = crash_specs[_i].slot;
+    if (crash_specs[_i].refused) {
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                      "SHMPOOL_CRASH=%s: status %#x (armed?)", spec, status);
+        ck_assert_msg(strstr(said, "SHMPOOL_CRASH='") != NULL && strchr(said, '\n') ==
+                      said + strlen(said) - 1, "SHMPOOL_CRASH=%s refused without one line: "
+                      "'%s'", spec, said);
+    } else {
+        ck_assert_msg(fired == (slot != SPEC_OTHER), "SHMPOOL_CRASH=%s (slot %d): status %#x",
+                      spec, (int)slot, status);
+        ck_assert_msg(strstr(said, "SHMPOOL_CRASH='") == NULL, "SHMPOOL_CRASH=%s: %s", spec,
+                      said);
+    }
+}
+END_TEST
+
 Suite *make_crash_suite(void)
 {
     Suite *s = suite_create("crash");
@@ -584,6 +724,7 @@ Suite *make_crash_suite(void)
         tcase_add_test(tc, test_neighbours_reclaimed);
         tcase_add_test(tc, test_adopted_block_survives);
         tcase_add_test(tc, test_stalled_lock_reported);
+        tcase_add_test(tc, test_stopped_pageheap_holder);
         tcase_add_test(tc, test_stats_show_reaps);
     }
     tcase_set_timeout(tc, 30);
@@ -602,6 +743,8 @@ Suite *make_crash_points_suite(void)
                         (int)(sizeof interrupted / sizeof interrupted[0]));
     tcase_add_loop_test(tc, test_kill_in_cut_then_reap, 0,
                         (int)(sizeof cut_kills / sizeof cut_kills[0]));
+    tcase_add_loop_test(tc, test_crash_spec, 0,
+                        (int)(sizeof crash_specs / sizeof crash_specs[0]));
     tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);
     return s;

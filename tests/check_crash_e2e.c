@@ -145,8 +145,9 @@ static const char *srv_log(const srv_t *s)
     return buf;
 }
 
-/* Start poold -w 2; crash, when not NULL, goes to its SHMPOOL_CRASH. */
-static void srv_start(srv_t *s, const char *crash)
+/* Start poold -w 2; crash, when not NULL, goes to its SHMPOOL_CRASH;
+ * shutdown, when not NULL, is its --shutdown-timeout. */
+static void srv_start_with(srv_t *s, const char *crash, const char *shutdown)
 {
     const char *bin = getenv("POOLD");
     const char *line;
@@ -174,7 +175,11 @@ static void srv_start(srv_t *s, const char *crash)
             setenv("SHMPOOL_CRASH", crash, 1);
         /* A failed test must not leave a server behind. */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
-        execl(bin, bin, "-w", "2", "-p", "0", "--no-pin", (char *)NULL);
+        if (shutdown != NULL)
+            execl(bin, bin, "-w", "2", "-p", "0", "--no-pin", "--shutdown-timeout", shutdown,
+                  (char *)NULL);
+        else
+            execl(bin, bin, "-w", "2", "-p", "0", "--no-pin", (char *)NULL);
         _exit(127);
     }
     close(sv[0]);
@@ -186,6 +191,11 @@ static void srv_start(srv_t *s, const char *crash)
     }
     ck_assert_int_eq(sscanf(strstr(line, "allocator="), "allocator=%31s", s->allocator), 1);
     ck_assert_int_eq(sscanf(strstr(line, "listen="), "listen=127.0.0.1:%d", &s->port), 1);
+}
+
+static void srv_start(srv_t *s, const char *crash)
+{
+    srv_start_with(s, crash, NULL);
 }
 
 /* SIGTERM the server: it must exit 0 within 5 s. */
@@ -418,6 +428,20 @@ static void client_run(shared_t *sh, int id, int port)
     }
 }
 
+/* Fork the CLIENTS clients, which end with the test. */
+static void clients_start(shared_t *sh, pid_t *clients, int port)
+{
+    for (int c = 0; c < CLIENTS; c++) {
+        clients[c] = fork();
+        ck_assert_int_ge(clients[c], 0);
+        if (clients[c] == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            client_run(sh, c, port);
+            _exit(0);
+        }
+    }
+}
+
 /* Both workers answer: distinct pids seen on fresh connections. */
 static void assert_two_serve(int port)
 {
@@ -499,15 +523,7 @@ START_TEST(test_kill_workers_under_load)
     ck_assert_ptr_ne(sh, MAP_FAILED);
     memset(sh, 0, sizeof(*sh));
     srv_start(&s, NULL);
-    for (int c = 0; c < CLIENTS; c++) {
-        clients[c] = fork();
-        ck_assert_int_ge(clients[c], 0);
-        if (clients[c] == 0) {
-            prctl(PR_SET_PDEATHSIG, SIGKILL);
-            client_run(sh, c, s.port);
-            _exit(0);
-        }
-    }
+    clients_start(sh, clients, s.port);
     srand((unsigned)getpid());
     /* A tick on the schedule t0 + k * 200 ms; one that the previous tick
      * overran by a whole period is missed, never made up in a burst. */
@@ -757,6 +773,235 @@ START_TEST(test_watchdog_kills_stopped_holder)
 }
 END_TEST
 
+/* The pid of the line of the log that contains what, or 0. */
+static pid_t log_pid(const srv_t *s, const char *what, const char *pid_key)
+{
+    const char *line = strstr(srv_log(s), what), *p;
+
+    if (line == NULL)
+        return 0;
+    while (line > srv_log(s) && line[-1] != '\n')
+        line--;
+    p = strstr(line, pid_key);
+    return p != NULL ? atoi(p + strlen(pid_key)) : 0;
+}
+
+/* How many lines of the log contain what. */
+static int count_of(const srv_t *s, const char *what)
+{
+    int n = 0;
+
+    for (const char *p = srv_log(s); (p = strstr(p, what)) != NULL; p++)
+        n++;
+    return n;
+}
+
+/* A keep-alive connection to worker pid (its first answer names it), or
+ * -1 after 10 s of tries.  A try that lands on another worker's socket,
+ * answered or not within a second (that one may be stopped), is closed. */
+static int connect_to(int port, pid_t pid)
+{
+    char body[4096];
+    long end = test_now_ms() + 10000;
+
+    while (test_now_ms() < end) {
+        struct timeval probe = {1, 0}, tv = {REPLY_TIMEOUT_S, 0};
+        int fd = cl_connect(port);
+        const char *p;
+
+        if (fd < 0)
+            continue;
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &probe, sizeof(probe));
+        if (cl_get(fd, "/", body, sizeof(body)) == 200 && (p = strstr(body, "\"pid\":")) != NULL &&
+            atoi(p + 6) == pid) {
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+            return fd;
+        }
+        close(fd);
+    }
+    return -1;
+}
+
+/* The check verdict of a /stats body (debug builds), in want. */
+static void stats_check(const char *body, char *want, size_t cap)
+{
+    const char *p = strstr(body, "\"check\":\"");
+
+    snprintf(want, cap, "%s", p != NULL ? p + 9 : "(none)");
+    if (strchr(want, '"') != NULL)
+        *strchr(want, '"') = '\0';
+}
+
+/* Send GET /heavy?n=1000 on a fresh connection and leave it there: the
+ * worker that takes it allocates its 512,000 bytes of buckets from the
+ * page heap.  Returns the descriptor, or -1. */
+static int poke_page_heap(int port)
+{
+    static const char req[] = "GET /heavy?n=1000 HTTP/1.1\r\nHost: t\r\n\r\n";
+    int fd = cl_connect(port);
+
+    if (fd >= 0 && send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) != (ssize_t)(sizeof(req) - 1)) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+/* On a fresh connection, GET / (a warm worker serves it from its thread
+ * cache); when a worker other than other answers, /heavy?n=1000 after it
+ * makes it allocate pages.  Returns the descriptor, or -1. */
+static int poke_successor(int port, pid_t other)
+{
+    static const char req[] = "GET /heavy?n=1000 HTTP/1.1\r\nHost: t\r\n\r\n";
+    struct timeval probe = {1, 0};
+    char body[4096];
+    const char *p;
+    int fd = cl_connect(port);
+
+    if (fd < 0)
+        return -1;
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &probe, sizeof(probe));
+    if (cl_get(fd, "/", body, sizeof(body)) == 200 && (p = strstr(body, "\"pid\":")) != NULL &&
+        atoi(p + 6) != other && send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) > 0)
+        return fd;
+    close(fd);
+    return -1;
+}
+
+#define POKES 256
+
+/* Debug builds with the pool: the worker at slot 0 stops (SIGSTOP) inside
+ * the page-heap lock at its first page allocation, as does each worker
+ * that takes the slot after it; requests for /heavy?n=1000, on fresh
+ * connections, make every worker that takes one allocate pages, and,
+ * once the first is killed, only the workers at slot 0 after it.  The
+ * master must go on: its watchdog kills the stopped holder (the master's
+ * own calls into the pool give up on the lock rather than wait), the
+ * other worker answers /stats on its connection for 3 s once a successor
+ * stopped too (its check verdict "ok", or "not run" while a successor
+ * sleeps in the lock: never a failure), and SIGTERM stops the server.  On the code before the deadlines, the master hung in
+ * pool_decay(): no kill, no /stats. */
+START_TEST(test_watchdog_kills_stopped_heap_holder)
+{
+    const char *stop_line = "crash point journal.page-alloc (hit 1) in pid ";
+    pid_t w[2], victim, killed, other;
+    int pokes[POKES], npokes = 0, answered = 0, inexact = 0, not_run = 0;
+    long end;
+    srv_t s;
+
+    srv_start_with(&s, "journal.page-alloc:1:stop@0", "1");
+    end = test_now_ms() + 20000;
+    while ((victim = log_pid(&s, stop_line, "in pid ")) == 0) {
+        ck_assert_msg(test_now_ms() < end && npokes < POKES, "no worker stopped in 20 s: %s",
+                      srv_log(&s));
+        pokes[npokes++] = poke_page_heap(s.port);
+        test_sleep_ms(100);
+    }
+    {
+        char want[128];
+
+        snprintf(want, sizeof(want), "%s%d, holding 1 lock, the last the page heap", stop_line,
+                 (int)victim);
+        ck_assert_msg(strstr(srv_log(&s), want) != NULL, "not stopped in the page-heap lock: %s",
+                      srv_log(&s));
+    }
+    while ((killed = log_pid(&s, "answers nothing: killed", "(pid ")) == 0) {
+        ck_assert_msg(test_now_ms() < end, "no watchdog kill within 20 s: %s", srv_log(&s));
+        test_sleep_ms(20);
+    }
+    ck_assert_int_eq(killed, victim);
+    /* The other of the two first workers: the slot-0 worker stopped at
+     * its first page allocation, whichever of them it was. */
+    ck_assert_int_eq(sscanf(strstr(srv_log(&s), "pids="), "pids=%d,%d", &w[0], &w[1]), 2);
+    other = w[0] == victim ? w[1] : w[0];
+    ck_assert_msg(w[0] == victim || w[1] == victim, "pid %d is no first worker: %s",
+                  (int)victim, srv_log(&s));
+
+    /* The requests go on until a successor at slot 0 stops too; then the
+     * other worker answers /stats on its connection for 3 s. */
+    {
+        int fd = connect_to(s.port, other), stops = count_of(&s, stop_line);
+        static char body[65536];
+
+        ck_assert_msg(fd >= 0, "worker %d did not answer within 10 s: %s", (int)other,
+                      srv_log(&s));
+        for (end = test_now_ms() + 10000; count_of(&s, stop_line) == stops &&
+                                          test_now_ms() < end && npokes < POKES;) {
+            pokes[npokes++] = poke_successor(s.port, other);
+            test_sleep_ms(100);
+        }
+        for (end = test_now_ms() + 3000; test_now_ms() < end; answered++) {
+            char check[200];
+
+            ck_assert_msg(cl_get(fd, "/stats", body, sizeof(body)) == 200,
+                          "/stats %d on worker %d not answered: %s", answered, (int)other,
+                          srv_log(&s));
+            inexact += strstr(body, "\"exact\":false") != NULL;
+            stats_check(body, check, sizeof(check));
+            not_run += strncmp(check, "not run: ", 9) == 0;
+            ck_assert_msg(strcmp(check, "ok") == 0 || strncmp(check, "not run: ", 9) == 0,
+                          "/stats check under a stopped holder: %s", check);
+            test_sleep_ms(100);
+        }
+        close(fd);
+    }
+    for (int k = 0; k < npokes; k++)
+        if (pokes[k] >= 0)
+            close(pokes[k]);
+    fprintf(stderr, "crash e2e: worker %d stopped in the page-heap lock and killed; %d /stats "
+            "answered by worker %d afterwards, %d of them inexact, %d checks not run\n",
+            (int)victim, answered, (int)other, inexact, not_run);
+    srv_stop(&s);
+    srv_end(&s);
+}
+END_TEST
+
+/* Debug builds with the pool: /stats checks the arena while two clients
+ * load both workers on keep-alive connections; the check leaves out the
+ * other worker's thread cache, which changes as it is read, and so finds
+ * nothing wrong in a healthy arena: every verdict is "ok".  Before, the
+ * check walked that cache and reported it broken ("slot N class M: ...
+ * objects listed, length says ..."). */
+START_TEST(test_stats_check_under_load)
+{
+    shared_t *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                        -1, 0);
+    static char body[65536];
+    pid_t clients[CLIENTS];
+    int polls = 0, status;
+    srv_t s;
+
+    ck_assert_ptr_ne(sh, MAP_FAILED);
+    memset(sh, 0, sizeof(*sh));
+    srv_start(&s, NULL);
+    clients_start(sh, clients, s.port);
+    for (long end = test_now_ms() + 6000; test_now_ms() < end; polls++) {
+        int fd = cl_connect(s.port);
+        char check[200];
+
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(cl_get(fd, "/stats", body, sizeof(body)), 200);
+        close(fd);
+        stats_check(body, check, sizeof(check));
+        ck_assert_msg(strcmp(check, "ok") == 0, "/stats %d under load: check says '%s'", polls,
+                      check);
+        ck_assert_msg(strstr(body, "\"check_caches_left_out\":") != NULL,
+                      "/stats %d: the check does not say what it left out", polls);
+    }
+    sh->stop = 1;
+    for (int c = 0; c < CLIENTS; c++) {
+        ck_assert_int_eq(waitpid(clients[c], &status, 0), clients[c]);
+        ck_assert_msg(sh->cl[c].failed_other == 0, "client %d: %s", c, sh->cl[c].why);
+        ck_assert_int_gt(sh->cl[c].ok, 0);
+    }
+    fprintf(stderr, "crash e2e: %d /stats checks under load (%ld and %ld requests), all ok\n",
+            polls, sh->cl[0].ok, sh->cl[1].ok);
+    srv_stop(&s);
+    srv_end(&s);
+    munmap(sh, sizeof(*sh));
+}
+END_TEST
+
 Suite *make_crash_e2e_suite(void)
 {
     Suite *s = suite_create("crash_e2e");
@@ -764,8 +1009,11 @@ Suite *make_crash_e2e_suite(void)
 
     tcase_add_test(tc, test_kill_workers_under_load);
     tcase_add_test(tc, test_backoff_only_before_ready);
-    if (strcmp(PD_ALLOCATOR_BUILD, "shmpool") == 0 && POOL_CONFIG_DEBUG > 0)
+    if (strcmp(PD_ALLOCATOR_BUILD, "shmpool") == 0 && POOL_CONFIG_DEBUG > 0) {
         tcase_add_test(tc, test_watchdog_kills_stopped_holder);
+        tcase_add_test(tc, test_watchdog_kills_stopped_heap_holder);
+        tcase_add_test(tc, test_stats_check_under_load);
+    }
     tcase_set_timeout(tc, 90);
     suite_add_tcase(s, tc);
     return s;

@@ -99,6 +99,9 @@ START_TEST(test_create_errors)
     pool_destroy_();
     ck_assert_int_eq(pool_attach(), ENOENT);
     ck_assert_int_eq(pool_create(pool_min_heap_size() - 1), EINVAL);
+    /* poold --heap-size's range (src/config.c): 4M to 16384G. */
+    ck_assert_uint_le(pool_min_heap_size(), (size_t)4 << 20);
+    ck_assert_int_eq(pool_create(((size_t)1 << 44) + POOL_PAGE_SIZE), EINVAL);
     ck_assert_int_eq(pool_create(pool_min_heap_size()), 0);
     ck_assert_int_eq(pool_attach(), 0);
     ck_assert_int_eq(pool_attach(), EALREADY);

@@ -118,6 +118,10 @@ static int table_with(const char *knob)
         if (strcmp(knob, "64K,8") == 0)
             _exit(c16->max_batch == 8 && c16->watermark == 4096 && c8k->max_batch == 8 &&
                           c8k->watermark == 16 ? 0 : 2);
+        /* The documented most: a bin of 16-byte objects holds 16 bytes
+         * less (its watermark is 16 bits), the others all of it. */
+        if (strcmp(knob, "1M") == 0)
+            _exit(c16->watermark == UINT16_MAX && pool_classes_[2].watermark == 32768 ? 0 : 4);
         /* Bad: the defaults. */
         _exit(c16->max_batch == 128 && c16->watermark == 16384 ? 0 : 3);
     }
@@ -126,8 +130,8 @@ static int table_with(const char *knob)
 
 START_TEST(test_tcache_knob)
 {
-    static const char *const knobs[] = { "0,1", "64K,8", "lots", "64K,0", "64K,200", "2M",
-                                         "64K,8x" };
+    static const char *const knobs[] = { "0,1", "64K,8", "1M", "lots", "64K,0", "64K,200",
+                                         "2M", "1025K", "64K,8x" };
     for (unsigned i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
         int status = table_with(knobs[i]);
         ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,

@@ -25,11 +25,15 @@ tests_check_pool_LDADD = shm/libshmpool_core.la $(CHECK_LIBS)
 #   tests/isolation.sh    a double free, an interior free and forged links
 #                         abort the culprit, another process's blocks intact
 #                         (tests/isolation)
+#   tests/waitstopped.sh  waits that return while a child sleeps stopped in
+#                         the page-heap lock (tests/waitstopped)
 # ---------------------------------------------------------------------------
-check_PROGRAMS += tests/check_override tests/prefork tests/reapretry tests/isolation
+check_PROGRAMS += tests/check_override tests/prefork tests/reapretry tests/isolation \
+	tests/waitstopped
 TESTS += tests/check_override tests/preload.sh tests/stat.sh tests/reapretry.sh \
-	tests/isolation.sh
-EXTRA_DIST += tests/preload.sh tests/stat.sh tests/reapretry.sh tests/isolation.sh
+	tests/isolation.sh tests/waitstopped.sh
+EXTRA_DIST += tests/preload.sh tests/stat.sh tests/reapretry.sh tests/isolation.sh \
+	tests/waitstopped.sh
 tests_check_pool_SOURCES += tests/check_stress.c tests/check_fork.c tests/pattern.h
 # Crash safety: processes killed at crash points or anywhere, then reaped.
 tests_check_pool_SOURCES += tests/check_crash.c tests/check_recovery.c tests/check_lifecycle.c
@@ -42,6 +46,7 @@ tests_prefork_SOURCES = tests/prefork.c tests/pattern.h tests/preloaded.h
 tests_reapretry_SOURCES = tests/reapretry.c tests/preloaded.h
 tests_isolation_SOURCES = tests/isolation.c tests/pattern.h tests/preloaded.h
 tests_isolation_CFLAGS = $(TEST_CFLAGS) -fno-builtin
+tests_waitstopped_SOURCES = tests/waitstopped.c tests/preloaded.h
 # --- end of the contract, stress, fork and preload tests --------------------
 
 # The suites that need crash points, in a program of their own so that a

@@ -2,7 +2,7 @@
  * LD_PRELOAD=libshmpool.so SHMPOOL_MODE=children (tests/prefork.c,
  * tests/forkcontract.c): the two pool calls they ask, found with dlsym so
  * that a program run without the library fails instead of passing on
- * glibc.  Header only.
+ * glibc, and a child that holds blocks until it is killed.  Header only.
  */
 #ifndef TESTS_PRELOADED_H
 #define TESTS_PRELOADED_H
@@ -10,6 +10,9 @@
 #include <dlfcn.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 static bool (*pool_owns_p)(const void *);
 static bool (*pool_attached_p)(void);
@@ -32,6 +35,21 @@ static inline bool preloaded_master(const char *prog)
         return false;
     }
     return true;
+}
+
+/* A forked child's life: with a hundred blocks of its own in the arena
+ * (it attached at the fork), say so with a byte on ready_fd and wait to
+ * be killed.  Exits 1 when it is not attached. */
+static inline void preloaded_holder(int ready_fd)
+{
+    static char *blocks[100];
+    for (int i = 0; i < 100; i++)
+        if ((blocks[i] = malloc(100)) != NULL)
+            memset(blocks[i], i, 100);
+    if (!pool_attached_p() || write(ready_fd, "a", 1) != 1)
+        _exit(1);
+    for (;;)
+        pause();
 }
 
 #endif /* TESTS_PRELOADED_H */

@@ -48,14 +48,7 @@ int main(void)
     if (a < 0)
         return fail("fork failed");
     if (a == 0) {
-        static char *blocks[100];
-        for (int i = 0; i < 100; i++)
-            if ((blocks[i] = malloc(100)) != NULL)
-                memset(blocks[i], i, 100);
-        if (!pool_attached_p() || write(ready[1], "a", 1) != 1)
-            _exit(1);
-        for (;;)
-            pause();
+        preloaded_holder(ready[1]);
     }
     char c;
     if (read(ready[0], &c, 1) != 1)
