@@ -217,8 +217,21 @@ POOL_EXPORT void *mallocx(size_t size, int flags)
     return alloc_good(size, allocx_align(flags), (flags & ALLOCX_ZERO) != 0);
 }
 
+/* tcmalloc defines nallocx too: a program the pool leaves on it (prim.h,
+ * pool_prim_private_foreign_) gets its answer, about its blocks. */
 POOL_EXPORT size_t nallocx(size_t size, int flags)
 {
+    typedef size_t (*nallocx_fn_t)(size_t, int);
+    static nallocx_fn_t own;
+    static bool looked;
+    if (pool_unlikely(pool_prim_private_foreign_() != NULL)) {
+        if (!pool_atomic_load_acquire(&looked)) {
+            own = (nallocx_fn_t)pool_prim_next_symbol_("nallocx");
+            pool_atomic_store_release(&looked, true);
+        }
+        if (own != NULL)
+            return own(size, flags);
+    }
     return good_size(size, allocx_align(flags));
 }
 
