@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Redis 7 (Debian's redis-server, linked to libjemalloc.so.2) on
 # libshmpool.so, with SHMPOOL_MODE=process (the server's heap in the
-# arena; a BGSAVE child gets a private copy of it) and children (the
-# server private, its BGSAVE child attached).  The preload takes over the
+# arena; a BGSAVE child gets a private copy of it), children (the server
+# private, its BGSAVE child attached) and unset (all private: the test
+# calls that mode "private").  The preload takes over the
 # jemalloc entry points Redis calls (malloc_usable_size, nallocx ...), so
 # its heap is the pool's.  In each mode:
 #  - 1 M keys loaded with redis-cli --pipe, a BGSAVE with writes stopped,
@@ -17,9 +18,9 @@
 set -eu
 . "$(dirname "$0")/lib.sh"
 
-keys=1000000 bench_writes=300000
+keys=1000000 bench_writes=100000
 
-t_init redis 300
+t_init redis 420
 t_need redis-server /usr/bin/redis-server
 t_need redis-tools /usr/bin/redis-cli /usr/bin/redis-check-rdb /usr/bin/redis-benchmark
 
@@ -40,16 +41,24 @@ awk -v n=$keys 'BEGIN {
 # (Redis's log) and stderr (the library's) apart; sets $server.
 start() {
     mkdir -p "$tmp/$1"
-    env LD_PRELOAD="$lib" SHMPOOL_MODE="$1" /usr/bin/redis-server --port "$port" \
+    env LD_PRELOAD="$lib" SHMPOOL_MODE="${1#private}" /usr/bin/redis-server --port "$port" \
         --bind 127.0.0.1 --dir "$tmp/$1" --dbfilename dump.rdb --save '' --appendonly no \
         --enable-debug-command yes --daemonize no --logfile '' \
         >"$tmp/log/redis-$1-$2.log" 2>"$tmp/log/redis-$1-$2.err" &
     server=$!
     t_server $server TERM
-    if ! t_wait_for 60 loaded; then
-        t_bad "$1: the server ($2) had not loaded its snapshot within 60 s"
-        return 1
-    fi
+    for _ in $(seq 600); do
+        loaded && return 0
+        if ! kill -0 $server 2>/dev/null; then
+            rc=0
+            wait $server || rc=$?
+            t_bad "$1: the server ($2) ended with status $rc before it was up"
+            return 1
+        fi
+        sleep 0.1
+    done
+    t_bad "$1: the server ($2) had not loaded its snapshot within 60 s"
+    return 1
 }
 
 # stop MODE RUN: SHUTDOWN NOSAVE, and the server exits 0.
@@ -166,7 +175,7 @@ mode_run() {
     stop $mode "after-kill"
 }
 
-for mode in process children; do
+for mode in process children private; do
     mode_run $mode
 done
 
