@@ -23,17 +23,7 @@
 
 /* glibc no longer declares cfree, but old binaries still call it. */
 void cfree(void *p);
-/* Declared by no header we include: glibc's internal names, and
- * jemalloc's (<jemalloc/jemalloc.h>). */
-void *__libc_malloc(size_t size);
-void __libc_free(void *p);
-void __libc_cfree(void *p);
-void *__libc_calloc(size_t n, size_t size);
-void *__libc_realloc(void *p, size_t size);
-void *__libc_memalign(size_t align, size_t size);
-void *__libc_valloc(size_t size);
-void *__libc_pvalloc(size_t size);
-int __posix_memalign(void **out, size_t align, size_t size);
+/* Declared by no header we include: jemalloc's (<jemalloc/jemalloc.h>). */
 void *mallocx(size_t size, int flags);
 size_t nallocx(size_t size, int flags);
 void *rallocx(void *p, size_t size, int flags);
@@ -117,50 +107,18 @@ POOL_EXPORT size_t malloc_usable_size(void *p)
 /* glibc's own names, which tcmalloc and mimalloc define too                 */
 /* ------------------------------------------------------------------------ */
 
-POOL_EXPORT void *__libc_malloc(size_t size)
-{
-    return pool_malloc_fast(size);
-}
+/* Another name for one of the functions above, with its attributes. */
+#define POOL_ALIAS(name) POOL_EXPORT __attribute__((alias(#name), copy(name)))
 
-POOL_EXPORT void __libc_free(void *p)
-{
-    pool_free_fast(p);
-}
-
-POOL_EXPORT void __libc_cfree(void *p)
-{
-    pool_free_fast(p);
-}
-
-POOL_EXPORT void *__libc_calloc(size_t n, size_t size)
-{
-    return pool_calloc(n, size);
-}
-
-POOL_EXPORT void *__libc_realloc(void *p, size_t size)
-{
-    return pool_realloc(p, size);
-}
-
-POOL_EXPORT void *__libc_memalign(size_t align, size_t size)
-{
-    return pool_memalign(align, size);
-}
-
-POOL_EXPORT void *__libc_valloc(size_t size)
-{
-    return valloc(size);
-}
-
-POOL_EXPORT void *__libc_pvalloc(size_t size)
-{
-    return pvalloc(size);
-}
-
-POOL_EXPORT int __posix_memalign(void **out, size_t align, size_t size)
-{
-    return pool_posix_memalign(out, align, size);
-}
+POOL_ALIAS(malloc) void *__libc_malloc(size_t size);
+POOL_ALIAS(free) void __libc_free(void *p);
+POOL_ALIAS(cfree) void __libc_cfree(void *p);
+POOL_ALIAS(calloc) void *__libc_calloc(size_t n, size_t size);
+POOL_ALIAS(realloc) void *__libc_realloc(void *p, size_t size);
+POOL_ALIAS(memalign) void *__libc_memalign(size_t align, size_t size);
+POOL_ALIAS(valloc) void *__libc_valloc(size_t size);
+POOL_ALIAS(pvalloc) void *__libc_pvalloc(size_t size);
+POOL_ALIAS(posix_memalign) int __posix_memalign(void **out, size_t align, size_t size);
 
 /* ------------------------------------------------------------------------ */
 /* jemalloc: the *allocx family                                              */
