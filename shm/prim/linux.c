@@ -259,14 +259,25 @@ const char *pool_prim_getenv_(const char *name)
     return getenv(name);
 }
 
+static void *as_ptr(pool_fn_t fn)
+{
+    void *p;
+    memcpy(&p, &fn, sizeof p);
+    return p;
+}
+
+static pool_fn_t as_fn(void *p)
+{
+    pool_fn_t fn;
+    memcpy(&fn, &p, sizeof fn);
+    return fn;
+}
+
 pool_fn_t pool_prim_next_symbol_(const char *name)
 {
     /* RTLD_NEXT skips the pool's own definition (wait.c), which is the one
      * a plain call would reach, and keeps any wrapper loaded after us. */
-    void *sym = dlsym(RTLD_NEXT, name);
-    pool_fn_t fn;
-    memcpy(&fn, &sym, sizeof fn);
-    return fn;
+    return as_fn(dlsym(RTLD_NEXT, name));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -291,19 +302,6 @@ static int heap_state; /* HEAP_*: the first thread to resolve publishes */
  * message, and that malloc would come back here. */
 static __thread bool heap_resolving __attribute__((tls_model("initial-exec")));
 
-static void *as_ptr(pool_fn_t fn)
-{
-    void *p;
-    memcpy(&p, &fn, sizeof p);
-    return p;
-}
-
-static pool_fn_t as_fn(void *p)
-{
-    pool_fn_t fn;
-    memcpy(&fn, &p, sizeof fn);
-    return fn;
-}
 
 static __attribute__((noreturn)) void heap_unresolved(const char *name)
 {
@@ -333,10 +331,10 @@ static pool_fn_t libc_symbol(const char *name)
  * allocator's.  glibc defines all of the malloc family, so it is found. */
 static pool_fn_t own_symbol(const char *name)
 {
-    void *sym = dlsym(RTLD_NEXT, name);
-    if (sym == NULL)
+    pool_fn_t fn = pool_prim_next_symbol_(name);
+    if (fn == NULL)
         heap_unresolved(name);
-    return as_fn(sym);
+    return fn;
 }
 
 static uint32_t gnu_hash(const char *s)
