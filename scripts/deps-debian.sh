@@ -5,7 +5,8 @@ set -eu
 export DEBIAN_FRONTEND=noninteractive
 
 # The servers tests/servers/ and bench/prefork/prefork run (nginx, PostgreSQL 15 and
-# its pgbench, Apache) start their own instances in temporary directories.
+# its pgbench, Apache, Redis and its tools) start their own instances in
+# temporary directories.
 # Their packages would start services on install, on ports the tests do
 # not use but others may (and a second server on port 80 fails its
 # package's configuration): keep invoke-rc.d from starting anything while
@@ -23,12 +24,12 @@ apt-get install -y -qq --no-install-recommends \
     libevent-dev libhttp-parser-dev check \
     mandoc valgrind python3 git \
     wrk libjemalloc-dev libgoogle-perftools-dev libmimalloc-dev gnuplot-nox \
-    nginx-light postgresql-15 apache2 curl procps \
+    nginx-light postgresql-15 apache2 redis-server redis-tools curl procps \
     >/dev/null
 
 # Nothing of theirs may run or start at boot: stop the services wherever a
 # policy let them start, and the Debian cluster postgresql-15 creates.
-for svc in nginx apache2 postgresql; do
+for svc in nginx apache2 postgresql redis-server; do
     if service $svc status >/dev/null 2>&1; then
         service $svc stop >/dev/null 2>&1 || true
     fi

@@ -643,14 +643,4 @@ bool pool_reap_left_(pool_arena_t *a);
  * held. */
 void pool_reap_maybe_(pool_arena_t *a);
 
-/* ------------------------------------------------------------------------ */
-/* Private heap (glibc's own entry points, which never call ours)           */
-/* ------------------------------------------------------------------------ */
-
-extern void *__libc_malloc(size_t size);
-extern void __libc_free(void *p);
-extern void *__libc_calloc(size_t n, size_t size);
-extern void *__libc_realloc(void *p, size_t size);
-extern void *__libc_memalign(size_t align, size_t size);
-
 #endif /* POOL_INTERNAL_H */

@@ -6,7 +6,10 @@
  *   SHMPOOL_MODE=children   create it but stay private; forked children attach
  *   SHMPOOL_HEAP_SIZE=N[K|M|G]  arena size (default 1 GiB)
  * Unset, the library stays private and changes nothing; a bad value is one
- * line on stderr and the library stays private.
+ * line on stderr and the library stays private.  So does a program linked
+ * to an allocator whose entry points the pool does not take over
+ * (tcmalloc's tc_*, mimalloc's mi_*, or one it does not know): its blocks stay with that
+ * allocator (prim.h, pool_prim_private_foreign_) and no arena is made.
  */
 #include "pool-internal.h"
 
@@ -22,6 +25,13 @@ __attribute__((constructor)) static void preload_init(void)
     bool process = strcmp(mode, "process") == 0;
     if (!process && strcmp(mode, "children") != 0) {
         pool_error_(0, "SHMPOOL_MODE='%s' is not 'process' or 'children'; staying private", mode);
+        return;
+    }
+    const char *own = pool_prim_private_foreign_();
+    if (own != NULL) {
+        pool_error_(0, "SHMPOOL_MODE=%s: this program allocates with %s, whose own entry points "
+                    "the pool does not take over; it runs on that allocator, without the arena",
+                    mode, own);
         return;
     }
     size_t size = POOL_HEAP_SIZE_DEFAULT;

@@ -222,7 +222,7 @@ static void *fallback(size_t size, size_t align)
     if (!pool_atomic_xchg_acquire(&fallback_logged, true))
         pool_error_(0, "arena of %lu bytes is full; process %d serves from its private heap "
                     "(logged once)", (unsigned long)a->hdr->size, pool_prim_getpid_());
-    return align <= 16 ? __libc_malloc(size) : __libc_memalign(align, size);
+    return align <= 16 ? pool_prim_private_malloc_(size) : pool_prim_private_memalign_(align, size);
 }
 
 /* Refill an empty bin from the central cache.  Returns false when the arena
@@ -331,7 +331,7 @@ void *pool_malloc_slow_(size_t size)
     guard_leave();
     if (p != NULL)
         return p;
-    return fell_back ? fallback(size, 16) : __libc_malloc(size);
+    return fell_back ? fallback(size, 16) : pool_prim_private_malloc_(size);
 }
 
 void *pool_malloc_class_(unsigned cls)
@@ -420,7 +420,7 @@ void pool_free_slow_(void *p)
     int saved = errno;
     pool_arena_t *a = &pool_arena_;
     if (!pool_in_arena(p)) {
-        __libc_free(p);
+        pool_prim_private_free_(p);
     } else if (pool_proc_state_ == POOL_PROC_FORKED) {
         /* The parent may still use this object: leave it alone. */
         pool_atomic_inc(&a->hdr->xforeign_frees);
@@ -454,7 +454,7 @@ void *pool_calloc(size_t n, size_t size)
         return NULL;
     }
     if (pool_tls_tcache_ == &pool_empty_tcache_ && pool_proc_state_ != POOL_PROC_ATTACHED)
-        return __libc_calloc(n, size);
+        return pool_prim_private_calloc_(n, size);
     void *p = pool_malloc_fast(total);
     if (p != NULL)
         memset(p, 0, total);
@@ -477,7 +477,7 @@ static void *alloc_aligned(size_t align, size_t size)
     guard_leave();
     if (p != NULL)
         return p;
-    return fell_back ? fallback(size, align) : __libc_memalign(align, size);
+    return fell_back ? fallback(size, align) : pool_prim_private_memalign_(align, size);
 }
 
 static bool valid_align(size_t align)
@@ -507,34 +507,12 @@ int pool_posix_memalign(void **out, size_t align, size_t size)
     return 0;
 }
 
-/* Usable size of a private block.  A plain call to malloc_usable_size would
- * reach the pool's own (override.c), so ask the dynamic linker for the C
- * library's, once.  Without it (a static binary), read glibc's chunk header:
- * the word before the block is the chunk size with three flag bits; an
- * mmapped chunk (bit 1) spends two words on its header, a heap chunk one,
- * as it borrows the next chunk's prev_size word. */
-static size_t private_usable(const void *p)
-{
-    typedef size_t (*usable_fn_t)(void *);
-    static usable_fn_t libc_usable;
-    static bool resolved;
-    if (!pool_atomic_load_acquire(&resolved)) {
-        libc_usable = (usable_fn_t)pool_prim_next_symbol_("malloc_usable_size");
-        pool_atomic_store_release(&resolved, true);
-    }
-    if (libc_usable != NULL)
-        return libc_usable((void *)p);
-    size_t hdr = ((const size_t *)p)[-1];
-    size_t chunk = hdr & ~(size_t)7;
-    return (hdr & 2) ? chunk - 2 * sizeof(size_t) : chunk - sizeof(size_t);
-}
-
 size_t pool_usable_size(const void *p)
 {
     if (p == NULL)
         return 0;
     if (!pool_in_arena(p))
-        return private_usable(p);
+        return pool_prim_private_usable_((void *)p);
     pool_arena_t *a = &pool_arena_;
     unsigned cls = a->pm_class[((uintptr_t)p - a->data) >> POOL_PAGE_SHIFT];
     if (cls != 0)
@@ -556,7 +534,7 @@ void *pool_realloc(void *p, size_t size)
     }
     bool in_arena = pool_in_arena(p);
     if (!in_arena && pool_proc_state_ != POOL_PROC_ATTACHED)
-        return __libc_realloc(p, size);
+        return pool_prim_private_realloc_(p, size);
     size_t old = pool_usable_size(p);
     /* Keep the block when it still fits without wasting more than half. */
     if (in_arena && pool_proc_state_ != POOL_PROC_FORKED && size <= old && size > old / 2)

@@ -22,6 +22,7 @@
 
 #include "check_pool.h"
 #include "pool-internal.h"
+#include "prim/prim.h"
 
 /* Big enough for 1,000 spans of the largest class (32 pages each). */
 #define RECOVERY_HEAP ((size_t)1 << 30)
@@ -313,7 +314,7 @@ static size_t class_spans(unsigned cls)
     size_t n = (size_t)k->count * NSPANS;
     pid_t pid = fork_attached();
     if (pid == 0) {
-        void **obj = __libc_malloc(n * sizeof *obj);
+        void **obj = pool_prim_private_malloc_(n * sizeof *obj);
         for (size_t i = 0; i < n; i++)
             if ((obj[i] = pool_malloc(k->size)) == NULL)
                 _exit(4);

@@ -16,6 +16,7 @@
 #include "check_pool.h"
 #include "pattern.h"
 #include "pool-internal.h"
+#include "prim/prim.h"
 
 static pool_bin_t *bin_of(size_t size)
 {
@@ -200,7 +201,7 @@ START_TEST(test_calloc_and_realloc)
     pool_free(m1);
     pool_free(NULL);
     /* A private block moves into the arena on realloc. */
-    char *priv = __libc_malloc(40);
+    char *priv = pool_prim_private_malloc_(40);
     memset(priv, 7, 40);
     ck_assert_uint_ge(pool_usable_size(priv), 40);
     char *moved = pool_realloc(priv, 80);

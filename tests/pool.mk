@@ -27,6 +27,9 @@ tests_check_pool_LDADD = shm/libshmpool_core.la $(CHECK_LIBS)
 #                         (tests/isolation)
 #   tests/waitstopped.sh  waits that return while a child sleeps stopped in
 #                         the page-heap lock (tests/waitstopped)
+#   tests/foreign.sh      programs linked to jemalloc, mimalloc, tcmalloc
+#                         (tests/foreign_*, built where configure found the
+#                         library) under the preload, in every mode
 # ---------------------------------------------------------------------------
 check_PROGRAMS += tests/check_override tests/prefork tests/reapretry tests/isolation \
 	tests/waitstopped
@@ -43,6 +46,27 @@ tests_check_override_SOURCES = tests/check_override.c tests/pattern.h
 tests_check_override_CFLAGS = $(TEST_CFLAGS) -fno-builtin
 tests_check_override_LDADD = shm/libshmpool_override.la shm/libshmpool_core.la $(CHECK_LIBS)
 tests_prefork_SOURCES = tests/prefork.c tests/pattern.h tests/preloaded.h
+TESTS += tests/foreign.sh
+EXTRA_DIST += tests/foreign.sh
+if HAVE_JEMALLOC
+check_PROGRAMS += tests/foreign_jemalloc
+endif
+if HAVE_MIMALLOC
+check_PROGRAMS += tests/foreign_mimalloc
+endif
+if HAVE_TCMALLOC
+check_PROGRAMS += tests/foreign_tcmalloc
+endif
+# -fno-builtin: the compiler must not drop the malloc/free pairs it sees.
+tests_foreign_jemalloc_SOURCES = tests/foreign.c
+tests_foreign_jemalloc_CFLAGS = $(AM_CFLAGS) -fno-builtin -DFOREIGN_JEMALLOC
+tests_foreign_jemalloc_LDADD = -ljemalloc -ldl
+tests_foreign_mimalloc_SOURCES = tests/foreign.c
+tests_foreign_mimalloc_CFLAGS = $(AM_CFLAGS) -fno-builtin -DFOREIGN_MIMALLOC
+tests_foreign_mimalloc_LDADD = -lmimalloc -ldl
+tests_foreign_tcmalloc_SOURCES = tests/foreign.c
+tests_foreign_tcmalloc_CFLAGS = $(AM_CFLAGS) -fno-builtin -DFOREIGN_TCMALLOC
+tests_foreign_tcmalloc_LDADD = -ltcmalloc_minimal -ldl
 tests_reapretry_SOURCES = tests/reapretry.c tests/preloaded.h
 tests_isolation_SOURCES = tests/isolation.c tests/pattern.h tests/preloaded.h
 tests_isolation_CFLAGS = $(TEST_CFLAGS) -fno-builtin

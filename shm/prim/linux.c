@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <string.h>
 #include <sched.h>
 #include <signal.h>
@@ -258,14 +259,281 @@ const char *pool_prim_getenv_(const char *name)
     return getenv(name);
 }
 
+static void *as_ptr(pool_fn_t fn)
+{
+    void *p;
+    memcpy(&p, &fn, sizeof p);
+    return p;
+}
+
+static pool_fn_t as_fn(void *p)
+{
+    pool_fn_t fn;
+    memcpy(&fn, &p, sizeof fn);
+    return fn;
+}
+
 pool_fn_t pool_prim_next_symbol_(const char *name)
 {
-    /* RTLD_NEXT skips the pool's own definition (override.c, wait.c),
-     * which is the one a plain call would reach. */
-    void *sym = dlsym(RTLD_NEXT, name);
-    pool_fn_t fn;
-    memcpy(&fn, &sym, sizeof fn);
+    /* RTLD_NEXT skips the pool's own definition (wait.c), which is the one
+     * a plain call would reach, and keeps any wrapper loaded after us. */
+    return as_fn(dlsym(RTLD_NEXT, name));
+}
+
+/* ------------------------------------------------------------------------ */
+/* The private heap                                                          */
+/* ------------------------------------------------------------------------ */
+
+typedef struct private_heap_s {
+    void *(*malloc)(size_t);
+    void (*free)(void *);
+    void *(*calloc)(size_t, size_t);
+    void *(*realloc)(void *, size_t);
+    void *(*memalign)(size_t, size_t);
+    size_t (*usable)(void *);
+    const char *foreign; /* the program's own allocator's file, when these are its */
+} private_heap_t;
+
+enum { HEAP_UNSET, HEAP_RESOLVING, HEAP_READY };
+
+static private_heap_t heap;
+static int heap_state; /* HEAP_*: the first thread to resolve publishes */
+/* Set while this thread resolves: a lookup that fails allocates its error
+ * message, and that malloc would come back here. */
+static __thread bool heap_resolving __attribute__((tls_model("initial-exec")));
+
+
+static __attribute__((noreturn)) void heap_unresolved(const char *name)
+{
+    static const char head[] = "shmpool: glibc's ", tail[] = "@" POOL_LIBC_VERSION
+        " cannot be found: the pool has no private heap\n";
+    pool_prim_write_(2, head, sizeof head - 1);
+    pool_prim_write_(2, name, strlen(name));
+    pool_prim_write_(2, tail, sizeof tail - 1);
+    abort();
+}
+
+/* glibc's own definition of name: the version pins it, since a versioned
+ * lookup passes over the unversioned definitions an allocator linked into
+ * the program exports (tcmalloc and mimalloc define __libc_malloc and
+ * malloc_usable_size, jemalloc the latter).  dlvsym allocates nothing when
+ * it finds the symbol, so this is safe inside malloc; dlopen("libc.so.6")
+ * is not (its first call builds libc's search list with malloc). */
+static pool_fn_t libc_symbol(const char *name)
+{
+    void *sym = dlvsym(RTLD_DEFAULT, name, POOL_LIBC_VERSION);
+    if (sym == NULL)
+        heap_unresolved(name);
+    return as_fn(sym);
+}
+
+/* The definition name would have without the pool: the program's own
+ * allocator's.  glibc defines all of the malloc family, so it is found. */
+static pool_fn_t own_symbol(const char *name)
+{
+    pool_fn_t fn = pool_prim_next_symbol_(name);
+    if (fn == NULL)
+        heap_unresolved(name);
     return fn;
+}
+
+static uint32_t gnu_hash(const char *s)
+{
+    uint32_t h = 5381;
+    for (; *s != '\0'; s++)
+        h = h * 33 + (unsigned char)*s;
+    return h;
+}
+
+/* What exports() asks of dl_iterate_phdr: whether the object holding addr
+ * defines each of names, read from its symbol table, not with dlsym,
+ * whose failure allocates (the error message). */
+typedef struct export_query_s {
+    uintptr_t addr;
+    const char *const *names;
+    bool *found;
+    const char *file; /* out: the object's path */
+} export_query_t;
+
+/* The object's address for a dynamic-section pointer: the dynamic linker
+ * relocates them in place on most systems, and not where the section is
+ * read-only. */
+static uintptr_t dyn_ptr(const struct dl_phdr_info *info, ElfW(Addr) v)
+{
+    return v < info->dlpi_addr ? info->dlpi_addr + v : v;
+}
+
+static bool holds(const struct dl_phdr_info *info, uintptr_t addr)
+{
+    for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && addr >= start && addr - start < ph->p_memsz)
+            return true;
+    }
+    return false;
+}
+
+/* Whether the GNU hash table gh over symtab/strtab has a defined name. */
+static bool gnu_lookup(const uint32_t *gh, const ElfW(Sym) *symtab, const char *strtab,
+                       const char *name)
+{
+    uint32_t nbuckets = gh[0], symoffset = gh[1], bloom_words = gh[2];
+    const uint32_t *buckets = gh + 4 + bloom_words * (sizeof(ElfW(Addr)) / 4);
+    const uint32_t *chain = buckets + nbuckets;
+    uint32_t h = gnu_hash(name);
+    uint32_t i = nbuckets == 0 ? 0 : buckets[h % nbuckets];
+    if (i < symoffset)
+        return false;
+    for (;; i++) {
+        uint32_t ch = chain[i - symoffset];
+        if ((ch | 1) == (h | 1) && symtab[i].st_shndx != SHN_UNDEF &&
+            strcmp(strtab + symtab[i].st_name, name) == 0)
+            return true;
+        if (ch & 1)
+            return false;
+    }
+}
+
+static int exports_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    export_query_t *q = arg;
+    (void)size;
+    if (!holds(info, q->addr))
+        return 0;
+    q->file = info->dlpi_name;
+    const ElfW(Dyn) *dyn = NULL;
+    for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+            dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+    const uint32_t *gh = NULL;
+    const ElfW(Sym) *symtab = NULL;
+    const char *strtab = NULL;
+    for (; dyn != NULL && dyn->d_tag != DT_NULL; dyn++) {
+        if (dyn->d_tag == DT_GNU_HASH)
+            gh = (const uint32_t *)dyn_ptr(info, dyn->d_un.d_ptr);
+        else if (dyn->d_tag == DT_SYMTAB)
+            symtab = (const ElfW(Sym) *)dyn_ptr(info, dyn->d_un.d_ptr);
+        else if (dyn->d_tag == DT_STRTAB)
+            strtab = (const char *)dyn_ptr(info, dyn->d_un.d_ptr);
+    }
+    /* Without a GNU hash table (old or exotic linkers) nothing is found:
+     * the allocator counts as one the pool does not know. */
+    for (size_t i = 0; q->names[i] != NULL; i++)
+        q->found[i] = gh != NULL && symtab != NULL && strtab != NULL &&
+                      gnu_lookup(gh, symtab, strtab, q->names[i]);
+    return 1;
+}
+
+/* The entry points by which the allocators the pool takes over are known
+ * (override.c defines every one of theirs that takes or gives a block):
+ * jemalloc's.  Not tcmalloc: its constructor initialises it through its
+ * exported tc_malloc, so that taking tc_malloc over leaves it broken, and
+ * leaving it would hand tc_free the arena's blocks. */
+static const char *const taken_over[] = { "mallocx", NULL };
+
+/* Into *h: glibc's allocator, unless the program's malloc is another
+ * allocator's that the pool does not take over (tcmalloc's, mimalloc's,
+ * whose tc_* and mi_* functions are as good as free(), or an unknown
+ * one): then that
+ * allocator's own functions, so that the program's blocks never meet a
+ * second allocator. */
+static void resolve(private_heap_t *h)
+{
+    if (heap_resolving)
+        heap_unresolved("malloc");
+    heap_resolving = true;
+    h->malloc = (void *(*)(size_t))libc_symbol("__libc_malloc");
+    h->free = (void (*)(void *))libc_symbol("__libc_free");
+    h->calloc = (void *(*)(size_t, size_t))libc_symbol("__libc_calloc");
+    h->realloc = (void *(*)(void *, size_t))libc_symbol("__libc_realloc");
+    h->memalign = (void *(*)(size_t, size_t))libc_symbol("__libc_memalign");
+    /* glibc exports no __libc_malloc_usable_size: its public name, pinned
+     * to glibc by the version like the rest. */
+    h->usable = (size_t (*)(void *))libc_symbol("malloc_usable_size");
+    h->foreign = NULL;
+    void *own = as_ptr(own_symbol("malloc"));
+    Dl_info own_info, libc_info;
+    if (dladdr(own, &own_info) != 0 && dladdr((void *)h->malloc, &libc_info) != 0 &&
+        own_info.dli_fbase != libc_info.dli_fbase) {
+        bool found[sizeof taken_over / sizeof taken_over[0]] = { false };
+        export_query_t q = { (uintptr_t)own, taken_over, found, own_info.dli_fname };
+        dl_iterate_phdr(exports_cb, &q);
+        bool known = false;
+        for (size_t i = 0; taken_over[i] != NULL; i++)
+            known |= found[i];
+        if (!known) {
+            h->malloc = (void *(*)(size_t))own_symbol("malloc");
+            h->free = (void (*)(void *))own_symbol("free");
+            h->calloc = (void *(*)(size_t, size_t))own_symbol("calloc");
+            h->realloc = (void *(*)(void *, size_t))own_symbol("realloc");
+            h->memalign = (void *(*)(size_t, size_t))own_symbol("memalign");
+            h->usable = (size_t (*)(void *))own_symbol("malloc_usable_size");
+            h->foreign = q.file != NULL && *q.file != '\0' ? q.file : "the program itself";
+        }
+    }
+    heap_resolving = false;
+}
+
+/* The heap, resolved by the first caller; a thread that comes by while
+ * another resolves resolves a copy of its own (the same answer) rather
+ * than wait, so that no caller ever waits on another. */
+static const private_heap_t *private_heap(private_heap_t *local)
+{
+    int state = __atomic_load_n(&heap_state, __ATOMIC_ACQUIRE);
+    if (state == HEAP_READY)
+        return &heap;
+    int expect = HEAP_UNSET;
+    if (__atomic_compare_exchange_n(&heap_state, &expect, HEAP_RESOLVING, false,
+                                    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        resolve(&heap);
+        __atomic_store_n(&heap_state, HEAP_READY, __ATOMIC_RELEASE);
+        return &heap;
+    }
+    resolve(local);
+    return local;
+}
+
+void *pool_prim_private_malloc_(size_t size)
+{
+    private_heap_t local;
+    return private_heap(&local)->malloc(size);
+}
+
+void pool_prim_private_free_(void *p)
+{
+    private_heap_t local;
+    private_heap(&local)->free(p);
+}
+
+void *pool_prim_private_calloc_(size_t n, size_t size)
+{
+    private_heap_t local;
+    return private_heap(&local)->calloc(n, size);
+}
+
+void *pool_prim_private_realloc_(void *p, size_t size)
+{
+    private_heap_t local;
+    return private_heap(&local)->realloc(p, size);
+}
+
+void *pool_prim_private_memalign_(size_t align, size_t size)
+{
+    private_heap_t local;
+    return private_heap(&local)->memalign(align, size);
+}
+
+size_t pool_prim_private_usable_(void *p)
+{
+    private_heap_t local;
+    return private_heap(&local)->usable(p);
+}
+
+const char *pool_prim_private_foreign_(void)
+{
+    private_heap_t local;
+    return private_heap(&local)->foreign;
 }
 
 size_t pool_prim_os_page_size_(void)

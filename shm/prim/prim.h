@@ -79,10 +79,29 @@ void pool_prim_kill_self_(void) __attribute__((noreturn));
 /* The environment variable name, or NULL (getenv: no allocation). */
 const char *pool_prim_getenv_(const char *name);
 /* The next definition of symbol `name` after the pool's own (the C
- * library's malloc_usable_size, waitpid ...), or NULL when the dynamic
- * linker cannot name it.  Cast it to the function's type. */
+ * library's waitpid ...: a wrapper loaded after the pool is kept), or NULL
+ * when the dynamic linker cannot name it.  Cast it to the function's type. */
 typedef void (*pool_fn_t)(void);
 pool_fn_t pool_prim_next_symbol_(const char *name);
+/* The private heap: where a process that is not attached allocates, and
+ * what a block outside the arena is freed, resized and measured by.  One
+ * allocator, named, never "whatever the dynamic linker finds next": glibc's
+ * (its __libc_malloc family and its malloc_usable_size, found by glibc's
+ * symbol version), unless the program is linked to an allocator the pool
+ * does not take over (override.c takes over jemalloc's entry points, not
+ * tcmalloc's or mimalloc's); then that allocator's own malloc family, so
+ * that none of its blocks meets glibc.  Resolved by the first call, which may come
+ * from inside malloc; none of them allocates through the pool. */
+void *pool_prim_private_malloc_(size_t size);
+void pool_prim_private_free_(void *p);
+void *pool_prim_private_calloc_(size_t n, size_t size);
+void *pool_prim_private_realloc_(void *p, size_t size);
+void *pool_prim_private_memalign_(size_t align, size_t size);
+size_t pool_prim_private_usable_(void *p);
+/* NULL when the private heap is glibc's; otherwise the file of the
+ * program's own allocator that it is (the pool then stays out of the way:
+ * preload.c creates no arena). */
+const char *pool_prim_private_foreign_(void);
 /* The OS page size (valloc, pvalloc). */
 size_t pool_prim_os_page_size_(void);
 
