@@ -920,6 +920,9 @@ START_TEST(test_malformed)
     REJECT(&s, "GET / HTTP/2.7\r\nHost: t\r\n\r\n", 505);
     REJECT(&s, "GET / HTTP/1.1\r\n\r\n", 400);
     REJECT(&s, "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400);
+    REJECT(&s, "GET / HTTP/1.1\r\nHost:\r\n\r\n", 400);
+    REJECT(&s, "GET / HTTP/1.1\r\nHost: a b:80\r\n\r\n", 400);
+    REJECT(&s, "GET * HTTP/1.1\r\nHost: t\r\n\r\n", 400);
     REJECT(&s, "GET / HTTP/1.1\r\nHost: t\r\nX-Foo : bar\r\n\r\n", 400);
     REJECT(&s, "GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n"
                "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400);
