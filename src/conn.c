@@ -63,6 +63,9 @@ struct pd_conn_s {
     pd_worker_t *w;
     pd_conn_t *prev;            /* the worker's list of connections */
     pd_conn_t *next;
+    pd_conn_t *idle_prev;       /* the worker's idle queue, oldest first */
+    pd_conn_t *idle_next;
+    bool idle;                  /* in the idle queue */
     int fd;
     int state;                  /* C_HEAD, C_BODY or C_LINGER */
     bool in_request;            /* HEAD: the header deadline is running */
@@ -117,6 +120,70 @@ static void pd_conn_set_writing(pd_conn_t *c, bool on)
 static void pd_conn_arm(pd_conn_t *c, const struct timeval *tv)
 {
     event_add(&c->tev, tv);
+}
+
+/* ======================================================================== */
+/* The idle queue                                                            */
+/* ======================================================================== */
+
+/* A connection is idle while it waits for a request with nothing of one
+ * read and nothing to write: between keep-alive requests, or silent since
+ * accept.  Closing it loses no work, so at --max-conns the longest idle
+ * make room for new clients (nginx's reusable connections).  The queue is
+ * in the order connections went idle: its head has waited longest. */
+static void pd_conn_idle_remove(pd_conn_t *c)
+{
+    pd_worker_t *w = c->w;
+
+    if (!c->idle)
+        return;
+    if (c->idle_prev != NULL)
+        c->idle_prev->idle_next = c->idle_next;
+    else
+        w->idle_head = c->idle_next;
+    if (c->idle_next != NULL)
+        c->idle_next->idle_prev = c->idle_prev;
+    else
+        w->idle_tail = c->idle_prev;
+    c->idle_prev = c->idle_next = NULL;
+    c->idle = false;
+    w->nidle--;
+}
+
+/* Queue c at the tail if it is idle now, out of the queue if not. */
+static void pd_conn_idle_update(pd_conn_t *c)
+{
+    pd_worker_t *w = c->w;
+
+    pd_conn_idle_remove(c);
+    if (c->state != C_HEAD || c->closing || c->writing || evbuffer_get_length(c->in) > 0 ||
+        evbuffer_get_length(c->out) > 0)
+        return;
+    c->idle_prev = w->idle_tail;
+    c->idle_next = NULL;
+    if (w->idle_tail != NULL)
+        w->idle_tail->idle_next = c;
+    else
+        w->idle_head = c;
+    w->idle_tail = c;
+    c->idle = true;
+    w->nidle++;
+}
+
+int pd_conn_drain_idle(pd_worker_t *w)
+{
+    /* As nginx's ngx_drain_connections: an eighth of the idle ones, 1 to
+     * 32, so that a stream of new clients does not pay a close each. */
+    int n = w->nidle / 8 < 1 ? 1 : w->nidle / 8 > 32 ? 32 : w->nidle / 8;
+    int closed = 0;
+
+    while (closed < n && w->idle_head != NULL) {
+        pd_conn_close(w->idle_head);
+        closed++;
+    }
+    if (closed > 0 && pd_log_enabled(PD_LOG_TRACE))
+        pd_log(PD_LOG_TRACE, 0, "at --max-conns: closed %d idle connections", closed);
+    return closed;
 }
 
 static void pd_conn_start_request(pd_conn_t *c)
@@ -207,6 +274,7 @@ int pd_conn_open(pd_worker_t *w, int fd)
     pd_conn_start_request(c);
     pd_conn_set_reading(c, true);
     pd_conn_update_timer(c);
+    pd_conn_idle_update(c);
     return PD_OK;
 
 fail:
@@ -229,6 +297,7 @@ void pd_conn_close(pd_conn_t *c)
     event_del(&c->rev);
     event_del(&c->wev);
     event_del(&c->tev);
+    pd_conn_idle_remove(c);
     close(c->fd);
     evbuffer_free(c->in);
     evbuffer_free(c->out);
@@ -501,8 +570,10 @@ static void pd_conn_process(pd_conn_t *c)
         pd_conn_update_timer(c);
         if (pd_conn_flush(c) != PD_OK)
             return;
-        if (!backlog || c->writing || c->closing || c->state == C_LINGER)
+        if (!backlog || c->writing || c->closing || c->state == C_LINGER) {
+            pd_conn_idle_update(c);
             return;
+        }
     }
 }
 
@@ -570,6 +641,8 @@ static void pd_conn_on_read(evutil_socket_t fd, short what, void *arg)
         return;
     }
     pd_stat_add(&c->w->stats->xbytes_in, (uint64_t)n);
+    /* Busy until answered: back in the queue, at its tail, after. */
+    pd_conn_idle_remove(c);
     pd_conn_process(c);
 }
 
@@ -628,6 +701,7 @@ static void pd_conn_shutdown(pd_conn_t *c)
         return;
     }
     c->closing = true;
+    pd_conn_idle_remove(c);
     pd_conn_set_reading(c, false);
     pd_conn_update_timer(c);
 }

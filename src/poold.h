@@ -419,7 +419,10 @@ typedef struct pd_worker_s {
     pd_region_t *region;        /* --request-region, else NULL: reset after
                                    every dispatch, so one per worker too, and
                                    its blocks stay hot in the cache */
+    pd_conn_t *idle_head;       /* idle connections, longest idle first */
+    pd_conn_t *idle_tail;
     int nconns;
+    int nidle;                  /* connections in the idle queue */
     bool stopping;              /* told to stop: finish and exit */
 } pd_worker_t;
 
@@ -443,6 +446,11 @@ int pd_worker_run(const pd_config_t *cfg, int proc, const int *lfds, int nlfds,
 /* Take over an accepted, non-blocking socket.  Returns PD_OK, or PD_ERROR
  * after closing fd. */
 int pd_conn_open(pd_worker_t *w, int fd);
+
+/* At --max-conns: close the longest-idle connections (an eighth of the
+ * idle ones, 1 to 32) to make room.  Returns how many it closed, 0 when
+ * none was idle. */
+int pd_conn_drain_idle(pd_worker_t *w);
 
 /* Close a connection now (worker shutdown, errors). */
 void pd_conn_close(pd_conn_t *c);

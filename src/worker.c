@@ -80,9 +80,10 @@ static void pd_worker_on_accept(evutil_socket_t lfd, short what, void *arg)
             pd_log(PD_LOG_WARN, errno, "accept4() failed");
             return;
         }
-        if (w->nconns >= w->cfg->max_conns) {
-            /* Over --max-conns: close at once, so the client learns now
-             * instead of waiting in a queue nobody serves. */
+        if (w->nconns >= w->cfg->max_conns && pd_conn_drain_idle(w) == 0) {
+            /* At --max-conns with no idle connection to close: close the
+             * new one at once, so the client learns now instead of
+             * waiting in a queue nobody serves. */
             if (pd_log_enabled(PD_LOG_TRACE))
                 pd_log(PD_LOG_TRACE, 0, "connection refused: %d open", w->nconns);
             close(fd);
