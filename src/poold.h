@@ -198,14 +198,16 @@ typedef struct pd_wstats_sh_s {
     uint64_t xbytes_out;
 } __attribute__((aligned(64))) pd_wstats_sh_t;  /* a cache line each: no false sharing */
 
-/* Master, before fork: map n zeroed slots MAP_SHARED.  Returns PD_OK or
+/* Master, before fork: map 2n zeroed slots MAP_SHARED, two per worker
+ * index: worker i counts in slot i or i + n, whichever its predecessor
+ * does not (they overlap across a graceful restart).  Returns PD_OK or
  * PD_ERROR (logged).  A second call replaces the first mapping (tests). */
 int pd_stats_create(int n);
 
-/* Number of slots, 0 before pd_stats_create(). */
+/* Number of workers n, 0 before pd_stats_create(); there are 2n slots. */
 int pd_stats_count(void);
 
-/* Slot i (0 <= i < pd_stats_count()). */
+/* Slot i (0 <= i < 2 * pd_stats_count()). */
 pd_wstats_sh_t *pd_stats_slot(int i);
 
 /* A worker ready to serve in slot i (its loop set up): record its
@@ -435,12 +437,14 @@ void pd_worker_conn_gone(pd_worker_t *w);
  * should the master die, close the listening sockets of other processes'
  * workers (lfds holds nlfds, one per worker), then run its workers -- the
  * process itself with -w, a thread each with --threads -- until
- * SIGTERM/SIGINT and their connections are done.  Worker j is pinned to
- * cpus[j % ncpus] (ncpus 0: not pinned).  Called with SIGTERM, SIGINT and
- * SIGCHLD blocked, and leaves them blocked: the signals are read from a
- * signalfd.  Returns the process exit status: 1 when a worker could not
- * get going or failed. */
-int pd_worker_run(const pd_config_t *cfg, int proc, const int *lfds, int nlfds,
+ * SIGTERM/SIGINT/SIGQUIT and their connections are done, or
+ * --shutdown-timeout after the signal.  Worker j is pinned to
+ * cpus[j % ncpus] (ncpus 0: not pinned) and counts in stats slot
+ * j + half * nlfds (half 0 or 1: see pd_stats_create).  Called with the
+ * master's signals blocked, and leaves them blocked: the stop signals are
+ * read from a signalfd.  Returns the process exit status: 1 when a worker
+ * could not get going or failed. */
+int pd_worker_run(const pd_config_t *cfg, int proc, int half, const int *lfds, int nlfds,
                   const int *cpus, int ncpus, pid_t master);
 
 /* Take over an accepted, non-blocking socket.  Returns PD_OK, or PD_ERROR
@@ -459,7 +463,9 @@ void pd_conn_close(pd_conn_t *c);
  * the others close after answering theirs. */
 void pd_conn_shutdown_all(pd_worker_t *w);
 
-/* Master: bind, fork, supervise.  Returns the process exit status. */
-int pd_master_run(const pd_config_t *cfg);
+/* Master: bind (or, started by SIGUSR2, take the old master's sockets),
+ * fork, supervise; argv is the command line, run again by SIGUSR2.
+ * Returns the process exit status. */
+int pd_master_run(const pd_config_t *cfg, char *const *argv);
 
 #endif /* PD_POOLD_H */
