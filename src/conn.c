@@ -56,6 +56,12 @@
 #define PD_OUT_LOW (64 * 1024)
 /* How long a closing connection drains the client's leftovers. */
 #define PD_LINGER_SEC 1
+/* How long a stopping worker keeps an idle connection (counted from when
+ * it went idle) for one more request, answered with "Connection: close".
+ * A client between two requests sends the next within microseconds; one
+ * that has said nothing for a second is closed, as it would be at
+ * --idle-timeout, and risks what that risks. */
+#define PD_STOP_IDLE_USEC 1000000
 
 enum { C_HEAD, C_BODY, C_LINGER };
 
@@ -66,6 +72,7 @@ struct pd_conn_s {
     pd_conn_t *idle_prev;       /* the worker's idle queue, oldest first */
     pd_conn_t *idle_next;
     bool idle;                  /* in the idle queue */
+    struct timeval idle_since;  /* when it went idle (valid while idle) */
     int fd;
     int state;                  /* C_HEAD, C_BODY or C_LINGER */
     bool in_request;            /* HEAD: the header deadline is running */
@@ -168,6 +175,12 @@ static void pd_conn_idle_update(pd_conn_t *c)
     w->idle_tail = c;
     c->idle = true;
     w->nidle++;
+    event_base_gettimeofday_cached(w->base, &c->idle_since);
+    if (w->stopping) {
+        static const struct timeval grace = {0, PD_STOP_IDLE_USEC};
+
+        pd_conn_arm(c, &grace);
+    }
 }
 
 int pd_conn_drain_idle(pd_worker_t *w)
@@ -687,23 +700,28 @@ static void pd_conn_on_timer(evutil_socket_t fd, short what, void *arg)
     pd_conn_close(c);       /* idle, or connected and silent */
 }
 
-/* Worker shutdown for one connection: close it now unless a request is in
- * progress, which is then answered with "Connection: close". */
+/* Worker shutdown for one connection.  A request in progress, or a
+ * response still being written, goes on: the worker answers no request
+ * from now on without "Connection: close".  An idle connection is closed
+ * once it has been idle PD_STOP_IDLE_USEC; until then its next request is
+ * answered, so that a client between two requests loses none (nginx closes
+ * idle connections at once, and resets the requests already on their
+ * way). */
 static void pd_conn_shutdown(pd_conn_t *c)
 {
-    bool busy = c->state == C_BODY ||
-                (c->state == C_HEAD && c->in_request && evbuffer_get_length(c->in) > 0);
+    static const struct timeval grace = {0, PD_STOP_IDLE_USEC};
+    struct timeval now, end, left;
 
-    if (c->state == C_LINGER || busy)
+    if (!c->idle)
         return;
-    if (evbuffer_get_length(c->out) == 0) {
+    event_base_gettimeofday_cached(c->w->base, &now);
+    timeradd(&c->idle_since, &grace, &end);
+    if (!timercmp(&end, &now, >)) {
         pd_conn_close(c);
         return;
     }
-    c->closing = true;
-    pd_conn_idle_remove(c);
-    pd_conn_set_reading(c, false);
-    pd_conn_update_timer(c);
+    timersub(&end, &now, &left);
+    pd_conn_arm(c, &left);
 }
 
 void pd_conn_shutdown_all(pd_worker_t *w)

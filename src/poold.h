@@ -459,8 +459,9 @@ int pd_conn_drain_idle(pd_worker_t *w);
 /* Close a connection now (worker shutdown, errors). */
 void pd_conn_close(pd_conn_t *c);
 
-/* Worker shutdown: close every connection that has no request in progress;
- * the others close after answering theirs. */
+/* Worker shutdown: requests in progress are answered with "Connection:
+ * close"; an idle connection is closed once idle for a second, its next
+ * request answered (with close) until then. */
 void pd_conn_shutdown_all(pd_worker_t *w);
 
 /* Master: bind (or, started by SIGUSR2, take the old master's sockets),

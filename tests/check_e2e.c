@@ -30,6 +30,8 @@
 #include <linux/tcp.h>       /* tcp_info with tcpi_data_segs_in */
 #include <dirent.h>
 #include <sched.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -1892,6 +1894,314 @@ END_TEST
 
 #define NTESTS(a) (sizeof(a) / sizeof(a[0]))
 
+/* ======================================================================== */
+/* Operations: signals under load                                            */
+/* ======================================================================== */
+
+#define LOAD_CLIENTS 4
+#define LOAD_RECONNECT 20   /* a client opens a new connection every 20 requests */
+
+/* What the load clients count, in memory they share with the test. */
+typedef struct load_s {
+    volatile int stop;
+    struct {
+        volatile long ok;           /* complete 200 responses */
+        volatile long refused;      /* connect() failed */
+        volatile long unanswered;   /* closed or reset before any byte of a response */
+        volatile long truncated;    /* a response cut short */
+        volatile long closed;       /* responses with "Connection: close" */
+    } cl[LOAD_CLIENTS];
+} load_t;
+
+/* One response on fd within REPLY_MS: 0 for a complete 200 (*close: it
+ * said "Connection: close"), -1 when nothing of one came, -2 when it was
+ * cut short or was no 200. */
+static int load_response(int fd, bool *close_after)
+{
+    char buf[4096];
+    size_t len = 0;
+    long end = test_now_ms() + REPLY_MS;
+    char *eoh = NULL;
+    size_t need = 0;
+
+    for (;;) {
+        struct pollfd pfd = {fd, POLLIN, 0};
+        long left = end - test_now_ms();
+        ssize_t n;
+
+        if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
+            return len == 0 ? -1 : -2;
+        n = recv(fd, buf + len, sizeof(buf) - 1 - len, 0);
+        if (n <= 0)
+            return len == 0 ? -1 : -2;
+        len += (size_t)n;
+        buf[len] = '\0';
+        if (eoh == NULL && (eoh = strstr(buf, "\r\n\r\n")) != NULL) {
+            const char *cl = strcasestr(buf, "\r\nContent-Length: ");
+
+            if (strncmp(buf, "HTTP/1.1 200 ", 13) != 0 || cl == NULL || cl > eoh)
+                return -2;
+            need = (size_t)(eoh + 4 - buf) + (size_t)strtol(cl + 18, NULL, 10);
+            *close_after = strcasestr(buf, "\r\nConnection: close\r\n") != NULL;
+        }
+        if (eoh != NULL && len >= need)
+            return len == need ? 0 : -2;
+        if (len == sizeof(buf) - 1)
+            return -2;
+    }
+}
+
+/* Load client k: GET /plaintext in a loop on keep-alive connections,
+ * a new one every LOAD_RECONNECT requests or when the server closes. */
+static void load_client(const srv_t *s, load_t *ld, int k)
+{
+    static const char req[] = "GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n";
+    struct sockaddr_in sin;
+    int fd = -1, used = 0;
+
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_port = htons((uint16_t)s->port);
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    while (!ld->stop) {
+        bool close_after = false;
+        int rc;
+
+        if (fd < 0) {
+            fd = socket(AF_INET, SOCK_STREAM, 0);
+            if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0) {
+                ld->cl[k].refused++;
+                close(fd);
+                fd = -1;
+                test_sleep_ms(1);
+                continue;
+            }
+            used = 0;
+        }
+        if (send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) != (ssize_t)sizeof(req) - 1)
+            rc = -1;
+        else
+            rc = load_response(fd, &close_after);
+        if (rc == 0) {
+            ld->cl[k].ok++;
+            ld->cl[k].closed += close_after;
+        } else if (rc == -1) {
+            ld->cl[k].unanswered++;
+        } else {
+            ld->cl[k].truncated++;
+        }
+        if (rc != 0 || close_after || ++used == LOAD_RECONNECT) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+}
+
+/* Fork the load clients; they run until load_stop. */
+static load_t *load_start(const srv_t *s, pid_t *pids)
+{
+    load_t *ld = mmap(NULL, sizeof(*ld), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                      -1, 0);
+
+    ck_assert(ld != MAP_FAILED);
+    memset(ld, 0, sizeof(*ld));
+    for (int k = 0; k < LOAD_CLIENTS; k++) {
+        pids[k] = fork();
+        ck_assert_int_ge(pids[k], 0);
+        if (pids[k] == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            load_client(s, ld, k);
+            _exit(0);
+        }
+    }
+    return ld;
+}
+
+static long load_sum(const load_t *ld, size_t field)
+{
+    long n = 0;
+
+    for (int k = 0; k < LOAD_CLIENTS; k++)
+        n += *(const volatile long *)((const char *)&ld->cl[k] + field);
+    return n;
+}
+
+#define LOAD_SUM(ld, f) load_sum((ld), offsetof(__typeof__((ld)->cl[0]), f))
+
+/* Wait until the clients have had `more` more 200s than now. */
+static void load_progress(const load_t *ld, long more)
+{
+    long want = LOAD_SUM(ld, ok) + more;
+    long end = test_now_ms() + REPLY_MS;
+
+    while (LOAD_SUM(ld, ok) < want) {
+        ck_assert_msg(test_now_ms() < end, "the clients got %ld of %ld more answers",
+                      LOAD_SUM(ld, ok) - want + more, more);
+        test_sleep_ms(5);
+    }
+}
+
+static void load_stop(load_t *ld, const pid_t *pids)
+{
+    ld->stop = 1;
+    for (int k = 0; k < LOAD_CLIENTS; k++)
+        ck_assert_int_ne(wait_exit(pids[k], REPLY_MS + 1000), -1);
+}
+
+#define LOAD_REPORT(ld) \
+    "ok %ld, refused %ld, unanswered %ld, truncated %ld, closed %ld", LOAD_SUM(ld, ok), \
+        LOAD_SUM(ld, refused), LOAD_SUM(ld, unanswered), LOAD_SUM(ld, truncated), \
+        LOAD_SUM(ld, closed)
+
+/* Wait until pid, a child of ours or of the server, is gone. */
+static void wait_gone(pid_t pid, long ms)
+{
+    long end = test_now_ms() + ms;
+
+    /* A child of ours (we are a subreaper) stays a zombie until reaped. */
+    while (waitpid(pid, NULL, WNOHANG) != pid && kill(pid, 0) == 0) {
+        ck_assert_msg(test_now_ms() < end, "pid %d still there after %ld ms", (int)pid, ms);
+        test_sleep_ms(5);
+    }
+}
+
+/* SIGHUP under load: new workers take over, the old ones leave, and no
+ * request fails (the clients never idle, so none loses a connection it
+ * had left idle). */
+START_TEST(test_sighup_under_load)
+{
+    pid_t pids[LOAD_CLIENTS];
+    load_t *ld;
+    srv_t s;
+    resp_t r;
+    long t0;
+    pid_t fresh = 0;
+
+    srv_start(&s, "2", NULL);
+    ld = load_start(&s, pids);
+    load_progress(ld, 200);
+    ck_assert_int_eq(kill(s.pid, SIGHUP), 0);
+    for (int i = 0; i < s.nprocs; i++)
+        wait_gone(s.workers[i], REPLY_MS);
+    load_progress(ld, 200);
+    load_stop(ld, pids);
+    ck_assert_msg(LOAD_SUM(ld, refused) + LOAD_SUM(ld, unanswered) + LOAD_SUM(ld, truncated) == 0,
+                  LOAD_REPORT(ld));
+    /* New workers answer; the master is the same. */
+    t0 = test_now_ms();
+    while (fresh == 0) {
+        get(&s, "GET / HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+        ck_assert_int_eq(r.status, 200);
+        fresh = root_field(&r, "pid");
+        for (int i = 0; i < s.nprocs; i++)
+            ck_assert_int_ne(fresh, s.workers[i]);
+        ck_assert_int_lt(test_now_ms() - t0, REPLY_MS);
+    }
+    ck_assert_int_eq(waitpid(s.pid, NULL, WNOHANG), 0);
+    srv_stop(&s);
+}
+END_TEST
+
+/* SIGQUIT under load: a graceful stop; no response is cut short. */
+START_TEST(test_sigquit_under_load)
+{
+    pid_t pids[LOAD_CLIENTS];
+    load_t *ld;
+    srv_t s;
+    int status;
+
+    srv_start(&s, "2", NULL);
+    ld = load_start(&s, pids);
+    load_progress(ld, 200);
+    ck_assert_int_eq(kill(s.pid, SIGQUIT), 0);
+    status = wait_exit(s.pid, REPLY_MS);
+    ck_assert_msg(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "wait status %d", status);
+    for (int i = 0; i < s.nprocs; i++)
+        ck_assert(kill(s.workers[i], 0) != 0);
+    load_stop(ld, pids);
+    ck_assert_msg(LOAD_SUM(ld, truncated) == 0, LOAD_REPORT(ld));
+    unlink(s.log);
+}
+END_TEST
+
+/* SIGUSR2 under load: a new master on the same sockets serves, the old one
+ * leaves, and no request is refused or fails. */
+START_TEST(test_sigusr2_under_load)
+{
+    pid_t pids[LOAD_CLIENTS];
+    load_t *ld;
+    srv_t s;
+    resp_t r;
+    const char *p;
+    int status, newmaster = 0;
+    long t0;
+    bool served = false;
+
+    /* The new master is our grandchild: let it be our child once its
+     * parent, the old master, is gone. */
+    ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+    srv_start(&s, "2", NULL);
+    ld = load_start(&s, pids);
+    load_progress(ld, 200);
+    ck_assert_int_eq(kill(s.pid, SIGUSR2), 0);
+    p = srv_wait_log(&s, "info: the new binary (pid ");
+    ck_assert_int_eq(sscanf(p, "%d", &newmaster), 1);
+    status = wait_exit(s.pid, REPLY_MS);
+    ck_assert_msg(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "old master: wait status %d", status);
+    for (int i = 0; i < s.nprocs; i++)
+        wait_gone(s.workers[i], REPLY_MS);
+    load_progress(ld, 200);
+    load_stop(ld, pids);
+    ck_assert_msg(LOAD_SUM(ld, refused) + LOAD_SUM(ld, unanswered) + LOAD_SUM(ld, truncated) == 0,
+                  LOAD_REPORT(ld));
+    /* The new master's workers answer on the same port. */
+    t0 = test_now_ms();
+    while (!served) {
+        get(&s, "GET / HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+        ck_assert_int_eq(r.status, 200);
+        served = true;
+        for (int i = 0; i < s.nprocs; i++)
+            served = served && root_field(&r, "pid") != s.workers[i];
+        ck_assert_int_lt(test_now_ms() - t0, REPLY_MS);
+    }
+    ck_assert_int_eq(kill(newmaster, SIGTERM), 0);
+    status = wait_exit(newmaster, REPLY_MS);
+    ck_assert_msg(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "new master: wait status %d", status);
+    unlink(s.log);
+}
+END_TEST
+
+/* A master killed with SIGKILL: its workers leave within
+ * --shutdown-timeout, even one holding a request that would keep it for
+ * --header-timeout. */
+START_TEST(test_master_killed)
+{
+    srv_t s;
+    resp_t r;
+    cl_t *c;
+
+    ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+    srv_start(&s, "2", "--shutdown-timeout", "1", "--header-timeout", "60", NULL);
+    /* Half of a second request, read with the first (one segment): the
+     * worker holds a request in progress. */
+    c = cl_open(s.port);
+    cl_sends(c, "GET / HTTP/1.1\r\nHost: t\r\n\r\nGET / HTTP/1.1\r\n");
+    cl_response(c, &r, false, REPLY_MS);
+    ck_assert_int_eq(kill(s.pid, SIGKILL), 0);
+    ck_assert_int_ne(wait_exit(s.pid, REPLY_MS), -1);
+    for (int i = 0; i < s.nprocs; i++)
+        wait_gone(s.workers[i], REPLY_MS);
+    ck_assert(cl_closed_within(c, REPLY_MS));
+    cl_close(c);
+    unlink(s.log);
+}
+END_TEST
+
 /* A case of n tests; threads: its servers run with --threads. */
 static void add_case(Suite *s, const char *name, const TTest *const *tests, size_t n,
                      bool threads)
@@ -1922,6 +2232,10 @@ Suite *make_e2e_suite(void)
         test_kill_worker, test_ready_worker_replaced_at_once, test_sigterm_in_flight,
         test_sigint_and_straggler, test_stats_counts,
     };
+    const TTest *const ops[] = {
+        test_sighup_under_load, test_sigquit_under_load, test_sigusr2_under_load,
+        test_master_killed,
+    };
     const TTest *const threads[] = {
         test_threads_serve, test_thread_death_takes_process, test_threads_stop_together,
         test_thread_failure_backs_off,
@@ -1936,6 +2250,8 @@ Suite *make_e2e_suite(void)
     add_case(s, "limits-threads", limits, NTESTS(limits), true);
     add_case(s, "processes-threads", procs, NTESTS(procs), true);
     add_case(s, "threads", threads, NTESTS(threads), true);
+    add_case(s, "operations", ops, NTESTS(ops), false);
+    add_case(s, "operations-threads", ops, NTESTS(ops), true);
 
     tcase_set_timeout(cli, 30);
     tcase_add_loop_test(cli, test_cli_bad, 0, (int)NTESTS(bad_args));
