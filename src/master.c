@@ -822,13 +822,15 @@ static int pd_signals_init(pd_master_t *m)
     return PD_OK;
 }
 
-/* A worker needs a descriptor per connection plus a few of its own, and a
- * process has as many workers as threads: raise the soft limit (1024 on
- * Debian) towards the hard one when --max-conns asks for it, rather than
- * meet EMFILE under load. */
+/* A worker needs a descriptor per connection plus a few of its own, a
+ * process has as many workers as threads, and a worker may take the
+ * connections its siblings have room for (the cap counts across workers):
+ * raise the soft limit (1024 on Debian) towards the hard one when
+ * --max-conns asks for it, rather than meet EMFILE under load. */
 static void pd_raise_nofile(const pd_config_t *cfg)
 {
-    rlim_t want = ((rlim_t)cfg->max_conns + 64) * (rlim_t)pd_config_threads(cfg);
+    rlim_t want = (rlim_t)cfg->max_conns * (rlim_t)pd_config_nworkers(cfg) +
+                  64 * (rlim_t)pd_config_threads(cfg);
     struct rlimit rl;
 
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
@@ -839,8 +841,8 @@ static void pd_raise_nofile(const pd_config_t *cfg)
                (unsigned long long)rl.rlim_cur);
     else if (rl.rlim_cur < want)
         pd_log(PD_LOG_WARN, 0, "only %llu descriptors per process: fewer than --max-conns %d "
-               "for each of its %d workers", (unsigned long long)rl.rlim_cur, cfg->max_conns,
-               pd_config_threads(cfg));
+               "for each of the %d workers", (unsigned long long)rl.rlim_cur, cfg->max_conns,
+               pd_config_nworkers(cfg));
 }
 
 static void pd_startup_line(const pd_master_t *m, int port)
