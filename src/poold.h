@@ -425,6 +425,7 @@ typedef struct pd_worker_s {
     pd_conn_t *idle_tail;
     int nconns;
     int nidle;                  /* connections in the idle queue */
+    uint64_t accept_round;      /* accept callbacks run so far */
     bool stopping;              /* told to stop: finish and exit */
 } pd_worker_t;
 

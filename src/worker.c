@@ -85,6 +85,7 @@ static void pd_worker_on_accept(evutil_socket_t lfd, short what, void *arg)
     pd_worker_t *w = arg;
     int one = 1;
 
+    w->accept_round++;
     for (int i = 0; i < PD_ACCEPT_BATCH && !w->stopping; i++) {
         int fd = accept4((int)lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
