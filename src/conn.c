@@ -69,8 +69,7 @@ struct pd_conn_s {
     pd_worker_t *w;
     pd_conn_t *prev;            /* the worker's list of connections */
     pd_conn_t *next;
-    pd_conn_t *idle_prev;       /* the worker's idle queue, oldest first */
-    pd_conn_t *idle_next;
+    TAILQ_ENTRY(pd_conn_s) idle_link;   /* the worker's idle queue, oldest first */
     bool idle;                  /* in the idle queue */
     struct timeval idle_since;  /* when it went idle (valid while idle) */
     uint64_t idle_round;        /* the worker's accept round it went idle in */
@@ -145,15 +144,7 @@ static void pd_conn_idle_remove(pd_conn_t *c)
 
     if (!c->idle)
         return;
-    if (c->idle_prev != NULL)
-        c->idle_prev->idle_next = c->idle_next;
-    else
-        w->idle_head = c->idle_next;
-    if (c->idle_next != NULL)
-        c->idle_next->idle_prev = c->idle_prev;
-    else
-        w->idle_tail = c->idle_prev;
-    c->idle_prev = c->idle_next = NULL;
+    TAILQ_REMOVE(&w->idle, c, idle_link);
     c->idle = false;
     w->nidle--;
 }
@@ -167,13 +158,7 @@ static void pd_conn_idle_update(pd_conn_t *c)
     if (c->state != C_HEAD || c->closing || c->writing || evbuffer_get_length(c->in) > 0 ||
         evbuffer_get_length(c->out) > 0)
         return;
-    c->idle_prev = w->idle_tail;
-    c->idle_next = NULL;
-    if (w->idle_tail != NULL)
-        w->idle_tail->idle_next = c;
-    else
-        w->idle_head = c;
-    w->idle_tail = c;
+    TAILQ_INSERT_TAIL(&w->idle, c, idle_link);
     c->idle = true;
     w->nidle++;
     event_base_gettimeofday_cached(w->base, &c->idle_since);
@@ -197,8 +182,9 @@ int pd_conn_drain_idle(pd_worker_t *w)
      * -c10000 against a cap of 2 x 1024, closing those too made the
      * workers close what they had just accepted, unread (50 reads for
      * 2000 accepts a second). */
-    while (closed < n && w->idle_head != NULL && w->idle_head->idle_round != w->accept_round) {
-        pd_conn_close(w->idle_head);
+    while (closed < n && !TAILQ_EMPTY(&w->idle) &&
+           TAILQ_FIRST(&w->idle)->idle_round != w->accept_round) {
+        pd_conn_close(TAILQ_FIRST(&w->idle));
         closed++;
     }
     if (closed > 0 && pd_log_enabled(PD_LOG_TRACE))

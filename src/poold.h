@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/types.h>
@@ -421,8 +422,7 @@ typedef struct pd_worker_s {
     pd_region_t *region;        /* --request-region, else NULL: reset after
                                    every dispatch, so one per worker too, and
                                    its blocks stay hot in the cache */
-    pd_conn_t *idle_head;       /* idle connections, longest idle first */
-    pd_conn_t *idle_tail;
+    TAILQ_HEAD(pd_idle_q, pd_conn_s) idle;  /* idle connections, longest idle first */
     int nconns;
     int nidle;                  /* connections in the idle queue */
     uint64_t accept_round;      /* accept callbacks run so far */

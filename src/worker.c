@@ -203,6 +203,7 @@ static int pd_worker_loop(const pd_config_t *cfg, int index, int slot, int lfd, 
     w.cpu = cpu;
     w.stop_fd = stop_fd;
     w.stats = pd_stats_slot(slot);
+    TAILQ_INIT(&w.idle);
     pd_worker_pin(&w);
     /* The Date cache is the thread's own: each worker's timer refreshes it. */
     pd_http_date_update(time(NULL));
