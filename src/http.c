@@ -57,17 +57,57 @@ static bool pd_is_hex(unsigned char c, unsigned *v)
     return true;
 }
 
-/* Host = uri-host [ ":" port ]: reg-name, IPv4 or IP-literal characters
- * (RFC 3986 unreserved, pct-encoded, sub-delims, ':' and brackets). */
+static bool pd_is_digit(unsigned char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* RFC 3986 unreserved or sub-delims: what a reg-name and an IP-literal's
+ * inside are made of, besides pct-encoded octets (and ':' in a literal). */
+static bool pd_is_host_char(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || pd_is_digit(c) ||
+           (c != '\0' && strchr("-._~!$&'()*+,;=", c) != NULL);
+}
+
+/* Host = uri-host [ ":" port ] (RFC 9110 7.2), which is what "well formed"
+ * means here: a non-empty reg-name (IPv4 is one too) of unreserved,
+ * sub-delims and %XX octets, or an IP-literal "[...]" of those and ':'
+ * with nothing after the ']' but the port; port = *DIGIT, as RFC 3986
+ * writes it (so "a:" passes).  An empty host is refused (RFC 9110 4.2.1:
+ * an http URI's host is never empty), and so is anything else: a space, a
+ * '/', a second '[' or a ':' inside a reg-name. */
 static bool pd_host_is_valid(const char *v, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)v[i];
+    const unsigned char *p = (const unsigned char *)v;
+    size_t i = 0;
+    unsigned x;
 
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              strchr("-._~%!$&'()*+,;=:[]", c) != NULL) || c == '\0')
-            return false;
+    if (n > 0 && p[0] == '[') {
+        for (i = 1; i < n && p[i] != ']'; i++)
+            if (!pd_is_host_char(p[i]) && p[i] != ':')
+                return false;
+        if (i == n || i == 1)
+            return false;   /* no ']', or "[]" */
+        i++;
+    } else {
+        for (; i < n && p[i] != ':'; i++) {
+            if (p[i] == '%' && i + 2 < n && pd_is_hex(p[i + 1], &x) &&
+                pd_is_hex(p[i + 2], &x))
+                i += 2;
+            else if (!pd_is_host_char(p[i]))
+                return false;
+        }
+        if (i == 0)
+            return false;   /* empty, or ":port" alone */
     }
+    if (i == n)
+        return true;
+    if (p[i++] != ':')
+        return false;
+    for (; i < n; i++)
+        if (!pd_is_digit(p[i]))
+            return false;
     return true;
 }
 
@@ -397,7 +437,8 @@ static int pd_check_semantics(pd_request_t *req, const http_parser *parser,
     return 0;
 }
 
-/* Routing path of the target: origin form up to '?', absolute form's path. */
+/* Routing path of the target: origin form up to '?', absolute form's path,
+ * '*' for OPTIONS; 400 for any other target. */
 static int pd_set_path(pd_request_t *req)
 {
     const char *t = req->target;
@@ -410,7 +451,8 @@ static int pd_set_path(pd_request_t *req)
         req->path_len = q != NULL ? (size_t)(q - t) : n;
         return 0;
     }
-    if (n == 1 && t[0] == '*') {
+    /* RFC 9112 3.2.4: the asterisk form is OPTIONS's alone. */
+    if (n == 1 && t[0] == '*' && req->method == HTTP_OPTIONS) {
         req->path = t;
         req->path_len = 1;
         return 0;

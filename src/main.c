@@ -24,5 +24,5 @@ int main(int argc, char **argv)
     case PD_CONFIG_RUN:
         break;
     }
-    return pd_master_run(&cfg);
+    return pd_master_run(&cfg, argv);
 }

@@ -6,8 +6,11 @@
  * their start-up), prints the start-up line, then supervises processes: a
  * worker process that dies is logged and replaced, at once when it had
  * been serving, with back-off when it keeps dying before it gets going;
- * SIGTERM/SIGINT stop them gracefully and kill the ones still busy after
- * --shutdown-timeout.  With --threads the one process runs all workers as
+ * SIGTERM/SIGINT/SIGQUIT stop them gracefully and kill the ones still busy
+ * after --shutdown-timeout; SIGHUP replaces them gracefully (a new worker
+ * per slot, the old one told to stop once the new one is ready); SIGUSR2
+ * starts the binary again with the listening sockets inherited, and this
+ * master stops gracefully once the new one says it is ready.  With --threads the one process runs all workers as
  * threads, and whatever ends one of them ends it: the master sees, and
  * restarts, only processes.  Signal
  * handlers only set flags; everything happens in the loop, which sleeps in
@@ -16,6 +19,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -42,10 +47,19 @@
 #define PD_WATCHDOG_MS 500
 #define PD_DECAY_MS 1000
 
+/* What a worker process started by SIGUSR2's new master finds in its
+ * environment: the listening sockets, and the pipe it says "ready" on. */
+#define PD_ENV_LISTEN_FDS "POOLD_LISTEN_FDS"
+#define PD_ENV_READY_FD "POOLD_READY_FD"
+
 typedef struct pd_slot_s {
     pid_t pid;              /* 0 while not running */
     int64_t restart_us;     /* when to restart (monotonic); valid while pid == 0 */
     unsigned fails;         /* deaths in a row before becoming ready */
+    int half;               /* pid's stats slots: 0 or 1 (pd_stats_create) */
+    pid_t old;              /* SIGHUP: the predecessor, serving until pid is
+                               ready, then finishing its requests; 0: none */
+    int64_t old_kill_us;    /* when old is killed; 0 while it is not told */
 } pd_slot_t;
 
 typedef struct pd_master_s {
@@ -56,7 +70,13 @@ typedef struct pd_master_s {
     int cpus[CPU_SETSIZE];      /* the CPUs we may run on, in order */
     int ncpus;
     sigset_t run_mask;          /* the mask to restore in ppoll() */
+    sigset_t start_mask;        /* the mask poold started with, for a new binary */
     bool stopping;
+    char exe[PATH_MAX];         /* this binary, for SIGUSR2 */
+    char *const *argv;          /* and its arguments */
+    int upgrade_fd;             /* SIGUSR2: the new master's ready pipe, -1: none */
+    pid_t upgrade_pid;          /* the new master, 0: none */
+    int ready_fd;               /* started by SIGUSR2: the pipe to say ready on, -1 */
     pid_t unreaped[PD_MAX_WORKERS]; /* dead workers the pool could not reap yet */
     int nunreaped;
     pid_t stalled;              /* worker process seen holding a pool lock too long */
@@ -67,11 +87,17 @@ typedef struct pd_master_s {
 
 static volatile sig_atomic_t pd_got_chld;
 static volatile sig_atomic_t pd_got_stop;
+static volatile sig_atomic_t pd_got_hup;
+static volatile sig_atomic_t pd_got_usr2;
 
 static void pd_master_on_signal(int sig)
 {
     if (sig == SIGCHLD)
         pd_got_chld = 1;
+    else if (sig == SIGHUP)
+        pd_got_hup = 1;
+    else if (sig == SIGUSR2)
+        pd_got_usr2 = 1;
     else
         pd_got_stop = sig;
 }
@@ -91,15 +117,18 @@ static int64_t pd_tv_us(const struct timeval *tv)
     return (int64_t)tv->tv_sec * 1000000 + tv->tv_usec;
 }
 
-/* Sleep in ppoll() for at most us microseconds; the kernel never ends the
- * timeout early, so a deadline that ppoll() waited for has passed. */
+/* Sleep in ppoll() for at most us microseconds, or until a new master
+ * started by SIGUSR2 writes to (or closes) its ready pipe; the kernel never
+ * ends the timeout early, so a deadline that ppoll() waited for has
+ * passed. */
 static void pd_sleep_us(const pd_master_t *m, int64_t us)
 {
+    struct pollfd p = {m->upgrade_fd, POLLIN, 0};  /* ignored while -1 */
     struct timespec ts;
 
     ts.tv_sec = us / 1000000;
     ts.tv_nsec = (us % 1000000) * 1000;
-    ppoll(NULL, 0, &ts, &m->run_mask);
+    ppoll(&p, 1, &ts, &m->run_mask);
 }
 
 /* ======================================================================== */
@@ -152,12 +181,71 @@ fail:
     return -1;
 }
 
+/* A descriptor number from an environment variable: [0, INT_MAX). */
+static int pd_env_fd(const char *s, char **end)
+{
+    long v;
+
+    errno = 0;
+    v = strtol(s, end, 10);
+    if (errno != 0 || *end == s || v < 0 || v >= INT_MAX)
+        return -1;
+    return (int)v;
+}
+
+/* Started by SIGUSR2: take the listening sockets the old master passed in
+ * env (descriptor numbers, comma-separated, one per worker) instead of
+ * binding, which would only add sockets to the port's SO_REUSEPORT group
+ * that none of the old workers accept on.  Returns the port, or -1
+ * (logged). */
+static int pd_listen_inherit(pd_master_t *m, const char *env)
+{
+    struct sockaddr_storage addr;
+    socklen_t len = sizeof(addr);
+    const char *p = env;
+
+    while (*p != '\0') {
+        char *end;
+        int fd = pd_env_fd(p, &end);
+        int listening = 0;
+        socklen_t olen = sizeof(listening);
+
+        if (fd < 0 || (*end != ',' && *end != '\0') || m->nlfds == PD_MAX_WORKERS ||
+            getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &olen) != 0 || !listening) {
+            pd_log(PD_LOG_ERROR, 0, "%s=%s: not a list of listening sockets", PD_ENV_LISTEN_FDS,
+                   env);
+            return -1;
+        }
+        fcntl(fd, F_SETFD, FD_CLOEXEC);
+        m->lfds[m->nlfds++] = fd;
+        p = *end == ',' ? end + 1 : end;
+    }
+    if (m->nlfds != pd_config_nworkers(m->cfg)) {
+        pd_log(PD_LOG_ERROR, 0, "%s names %d sockets for %d workers", PD_ENV_LISTEN_FDS,
+               m->nlfds, pd_config_nworkers(m->cfg));
+        return -1;
+    }
+    if (getsockname(m->lfds[0], (struct sockaddr *)&addr, &len) != 0) {
+        pd_log(PD_LOG_ERROR, errno, "getsockname() failed");
+        return -1;
+    }
+    return ntohs(addr.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&addr)->sin6_port
+                                            : ((struct sockaddr_in *)&addr)->sin_port);
+}
+
 /* Returns the bound port, or -1 (logged). */
 static int pd_listen_all(pd_master_t *m)
 {
     struct sockaddr_storage addr = m->cfg->addr;
     socklen_t len = m->cfg->addrlen;
+    const char *env = getenv(PD_ENV_LISTEN_FDS);
     int port;
+
+    if (env != NULL) {
+        port = pd_listen_inherit(m, env);
+        unsetenv(PD_ENV_LISTEN_FDS);    /* not the workers' business */
+        return port;
+    }
 
     for (int i = 0; i < pd_config_nworkers(m->cfg); i++) {
         int fd = pd_listen_one(m, &addr, len);
@@ -219,23 +307,24 @@ static pid_t pd_spawn(pd_master_t *m, int i)
         return -1;
     }
     if (pid == 0)
-        _exit(pd_worker_run(m->cfg, i, m->lfds, m->nlfds, m->cpus, m->cfg->pin ? m->ncpus : 0,
-                            master));
+        _exit(pd_worker_run(m->cfg, i, m->slots[i].half, m->lfds, m->nlfds, m->cpus,
+                            m->cfg->pin ? m->ncpus : 0, master));
     m->slots[i].pid = pid;
     return pid;
 }
 
-/* Worker process i's workers have the stats slots first .. first + n - 1. */
-static int pd_first_stats(const pd_master_t *m, int i)
+/* Worker process i's workers, counting in stats half `half`, have the
+ * stats slots first .. first + n - 1. */
+static int pd_first_stats(const pd_master_t *m, int i, int half)
 {
-    return i * pd_config_threads(m->cfg);
+    return i * pd_config_threads(m->cfg) + half * pd_config_nworkers(m->cfg);
 }
 
 /* Whether every worker of process i, which has pid, got ready: its pid is
  * in all their stats slots. */
 static bool pd_ready(const pd_master_t *m, int i, pid_t pid)
 {
-    int first = pd_first_stats(m, i);
+    int first = pd_first_stats(m, i, m->slots[i].half);
 
     /* A worker's release store of the pid happened before the process's
      * death, which happened before waitpid() returned it. */
@@ -248,7 +337,7 @@ static bool pd_ready(const pd_master_t *m, int i, pid_t pid)
 /* Requests the workers of process i have answered. */
 static uint64_t pd_served(const pd_master_t *m, int i)
 {
-    int first = pd_first_stats(m, i);
+    int first = pd_first_stats(m, i, m->slots[i].half);
     uint64_t n = 0;
 
     for (int k = first; k < first + pd_config_threads(m->cfg); k++)
@@ -256,10 +345,11 @@ static uint64_t pd_served(const pd_master_t *m, int i)
     return n;
 }
 
-/* Worker process i is gone: so are its workers. */
-static void pd_stats_end_proc(const pd_master_t *m, int i)
+/* Worker process i, which counted in stats half `half`, is gone: so are
+ * its workers. */
+static void pd_stats_end_proc(const pd_master_t *m, int i, int half)
 {
-    int first = pd_first_stats(m, i);
+    int first = pd_first_stats(m, i, half);
 
     for (int k = first; k < first + pd_config_threads(m->cfg); k++)
         pd_stats_end(k);
@@ -269,6 +359,15 @@ static int pd_slot_of(const pd_master_t *m, pid_t pid)
 {
     for (int i = 0; i < m->cfg->workers; i++)
         if (m->slots[i].pid == pid)
+            return i;
+    return -1;
+}
+
+/* The slot whose predecessor (SIGHUP) pid is, or -1. */
+static int pd_old_of(const pd_master_t *m, pid_t pid)
+{
+    for (int i = 0; i < m->cfg->workers; i++)
+        if (m->slots[i].old == pid)
             return i;
     return -1;
 }
@@ -353,13 +452,28 @@ static void pd_reap(pd_master_t *m)
         bool ready;
         int64_t delay;
 
-        if (i < 0)
+        pd_describe(status, how, sizeof(how));
+        if (i < 0 && (i = pd_old_of(m, pid)) >= 0) {
+            s = &m->slots[i];
+            pd_log(s->old_kill_us != 0 ? PD_LOG_DEBUG : PD_LOG_WARN, 0,
+                   "worker %d (pid %d, before the restart) %s", i, (int)pid, how);
+            s->old = 0;
+            s->old_kill_us = 0;
+            pd_stats_end_proc(m, i, s->half ^ 1);
+            pd_reap_pool(m, pid, PD_LOG_DEBUG);
             continue;
+        }
+        if (i < 0) {
+            if (pid == m->upgrade_pid) {
+                pd_log(PD_LOG_WARN, 0, "the new binary (pid %d) %s", (int)pid, how);
+                m->upgrade_pid = 0;
+            }
+            continue;
+        }
         s = &m->slots[i];
         s->pid = 0;
         ready = pd_ready(m, i, pid);
-        pd_stats_end_proc(m, i);
-        pd_describe(status, how, sizeof(how));
+        pd_stats_end_proc(m, i, s->half);
         if (m->stopping) {
             pd_log(PD_LOG_DEBUG, 0, "worker %d (pid %d) %s", i, (int)pid, how);
             pd_reap_pool(m, pid, PD_LOG_DEBUG);
@@ -457,29 +571,229 @@ static int64_t pd_restart_due(pd_master_t *m)
     return next;
 }
 
+/* Worker processes alive, predecessors still finishing included. */
 static int pd_live(const pd_master_t *m)
 {
     int n = 0;
 
     for (int i = 0; i < m->cfg->workers; i++)
-        n += m->slots[i].pid != 0;
+        n += (m->slots[i].pid != 0) + (m->slots[i].old != 0);
     return n;
 }
 
 static void pd_signal_all(const pd_master_t *m, int sig)
 {
-    for (int i = 0; i < m->cfg->workers; i++)
+    for (int i = 0; i < m->cfg->workers; i++) {
         if (m->slots[i].pid != 0)
             kill(m->slots[i].pid, sig);
+        if (m->slots[i].old != 0)
+            kill(m->slots[i].old, sig);
+    }
 }
 
-/* The stopping phase: wait for the workers, kill the late ones. */
+/* ======================================================================== */
+/* SIGHUP: a graceful restart of the workers                                 */
+/* ======================================================================== */
+
+/* Start a successor for every worker process.  It accepts on the same
+ * listening socket and counts in the other half of the stats slots; its
+ * predecessor serves on until it is ready (pd_retire_due), so that no
+ * connection waits for nobody.  A slot whose previous restart is still
+ * finishing is left alone: its stats slots are both taken. */
+static void pd_restart_all(pd_master_t *m)
+{
+    int n = 0;
+
+    for (int i = 0; i < m->cfg->workers; i++) {
+        pd_slot_t *s = &m->slots[i];
+
+        if (s->old != 0) {
+            pd_log(PD_LOG_WARN, 0, "worker %d: pid %d from the last restart is still "
+                   "finishing; not restarted again", i, (int)s->old);
+            continue;
+        }
+        if (s->pid == 0)
+            continue;   /* waiting out a back-off: it starts anew anyway */
+        s->old = s->pid;
+        s->old_kill_us = 0;
+        s->pid = 0;
+        s->fails = 0;
+        s->half ^= 1;
+        pd_spawn(m, i);
+        n++;
+    }
+    pd_log(PD_LOG_INFO, 0, "signal %d: restarting %d worker processes", SIGHUP, n);
+}
+
+/* Tell each predecessor to stop once its successor is ready, and kill the
+ * ones still busy --shutdown-timeout later.  A successor that dies before
+ * it is ready is restarted with the usual back-off while its predecessor
+ * goes on serving.  Returns us until the next look is due. */
+static int64_t pd_retire_due(pd_master_t *m)
+{
+    int64_t now = pd_now_us();
+    int64_t next = 1000000;
+
+    for (int i = 0; i < m->cfg->workers; i++) {
+        pd_slot_t *s = &m->slots[i];
+
+        if (s->old == 0)
+            continue;
+        if (s->old_kill_us == 0) {
+            if (s->pid == 0 || !pd_ready(m, i, s->pid)) {
+                next = next < 10000 ? next : 10000;     /* it is starting: look soon */
+                continue;
+            }
+            kill(s->old, SIGTERM);
+            s->old_kill_us = now + pd_tv_us(&m->cfg->shutdown_timeout);
+            pd_log(PD_LOG_DEBUG, 0, "worker %d: pid %d ready, pid %d stopping", i, (int)s->pid,
+                   (int)s->old);
+        } else if (s->old_kill_us <= now) {
+            pd_log(PD_LOG_WARN, 0, "worker %d (pid %d, before the restart) still busy after "
+                   "the shutdown timeout: killed", i, (int)s->old);
+            kill(s->old, SIGKILL);
+            s->old_kill_us = INT64_MAX;     /* reaped as it dies */
+            continue;
+        }
+        if (s->old_kill_us - now < next)
+            next = s->old_kill_us - now;
+    }
+    return next;
+}
+
+/* ======================================================================== */
+/* SIGUSR2: a new binary on the same listening sockets                       */
+/* ======================================================================== */
+
+/* In the forked child: exec this binary again with the listening sockets
+ * and the ready pipe's write end kept open and named in the environment. */
+static void pd_exec_new(const pd_master_t *m, int ready)
+{
+    char fds[PD_MAX_WORKERS * 12];
+    char num[16];
+    size_t n = 0;
+
+    fds[0] = '\0';
+    for (int i = 0; i < m->nlfds; i++) {
+        fcntl(m->lfds[i], F_SETFD, 0);
+        n += (size_t)snprintf(fds + n, sizeof(fds) - n, "%s%d", i > 0 ? "," : "", m->lfds[i]);
+    }
+    fcntl(ready, F_SETFD, 0);
+    snprintf(num, sizeof(num), "%d", ready);
+    if (setenv(PD_ENV_LISTEN_FDS, fds, 1) != 0 || setenv(PD_ENV_READY_FD, num, 1) != 0) {
+        pd_log(PD_LOG_ERROR, errno, "setenv() for the new binary failed");
+        _exit(1);
+    }
+    sigprocmask(SIG_SETMASK, &m->start_mask, NULL);
+    execv(m->exe, m->argv);
+    pd_log(PD_LOG_ERROR, errno, "execv(%s) failed", m->exe);
+    _exit(1);
+}
+
+/* Start the new binary, unless one is starting already.  This master goes
+ * on serving until the new one writes to the ready pipe (pd_upgrade_check). */
+static void pd_upgrade(pd_master_t *m)
+{
+    int p[2];
+    pid_t pid;
+
+    if (m->upgrade_fd >= 0) {
+        pd_log(PD_LOG_WARN, 0, "signal %d: the new binary (pid %d) is still starting",
+               SIGUSR2, (int)m->upgrade_pid);
+        return;
+    }
+    if (pipe2(p, O_CLOEXEC) != 0) {
+        pd_log(PD_LOG_ERROR, errno, "signal %d: pipe2() failed", SIGUSR2);
+        return;
+    }
+    pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        pd_exec_new(m, p[1]);
+    }
+    close(p[1]);
+    if (pid < 0) {
+        pd_log(PD_LOG_ERROR, errno, "signal %d: fork() failed", SIGUSR2);
+        close(p[0]);
+        return;
+    }
+    fcntl(p[0], F_SETFL, O_NONBLOCK);
+    m->upgrade_fd = p[0];
+    m->upgrade_pid = pid;
+    pd_log(PD_LOG_INFO, 0, "signal %d: starting %s as pid %d", SIGUSR2, m->exe, (int)pid);
+}
+
+/* Has the new binary said it is ready (returns true: time to stop), or
+ * closed its pipe unready (it failed: serve on)? */
+static bool pd_upgrade_check(pd_master_t *m)
+{
+    char c;
+    ssize_t n;
+
+    if (m->upgrade_fd < 0)
+        return false;
+    n = read(m->upgrade_fd, &c, 1);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return false;
+    close(m->upgrade_fd);
+    m->upgrade_fd = -1;
+    if (n == 1) {
+        pd_log(PD_LOG_INFO, 0, "the new binary (pid %d) is ready", (int)m->upgrade_pid);
+        return true;
+    }
+    pd_log(PD_LOG_WARN, 0, "the new binary (pid %d) did not get ready; serving on",
+           (int)m->upgrade_pid);
+    return false;
+}
+
+/* Started by SIGUSR2: once every worker is ready, tell the old master. */
+static void pd_say_ready(pd_master_t *m)
+{
+    if (m->ready_fd < 0)
+        return;
+    for (int i = 0; i < m->cfg->workers; i++)
+        if (m->slots[i].pid == 0 || !pd_ready(m, i, m->slots[i].pid))
+            return;
+    if (write(m->ready_fd, "1", 1) != 1)
+        pd_log(PD_LOG_WARN, errno, "cannot tell the old master that we are ready");
+    close(m->ready_fd);
+    m->ready_fd = -1;
+}
+
+/* The stopping phase, past its deadline: kill worker process *pid of slot
+ * i, which counts in stats half `half`, if it is still there. */
+static void pd_kill_late(pd_master_t *m, int i, pid_t *pid, int half)
+{
+    int status;
+
+    if (*pid == 0)
+        return;
+    pd_log(PD_LOG_WARN, 0, "worker %d (pid %d) still busy after the shutdown timeout: killed",
+           i, (int)*pid);
+    kill(*pid, SIGKILL);
+    while (waitpid(*pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    /* On the way out: a reap that must wait is not retried. */
+    pd_alloc_reap(*pid, PD_LOG_DEBUG);
+    *pid = 0;
+    pd_stats_end_proc(m, i, half);
+}
+
+/* The stopping phase (sig: the signal, 0 for a new binary that is ready):
+ * wait for the workers, kill the late ones. */
 static void pd_stop(pd_master_t *m, int sig)
 {
     int64_t deadline = pd_now_us() + pd_tv_us(&m->cfg->shutdown_timeout);
 
     m->stopping = true;
-    pd_log(PD_LOG_INFO, 0, "signal %d: stopping %d worker processes", sig, pd_live(m));
+    if (m->upgrade_fd >= 0) {
+        close(m->upgrade_fd);   /* a new binary still starting serves on alone */
+        m->upgrade_fd = -1;
+    }
+    if (sig > 0)
+        pd_log(PD_LOG_INFO, 0, "signal %d: stopping %d worker processes", sig, pd_live(m));
+    else
+        pd_log(PD_LOG_INFO, 0, "stopping %d worker processes", pd_live(m));
     pd_signal_all(m, SIGTERM);
     /* New connections now fail fast instead of queueing for nobody. */
     pd_listen_close(m);
@@ -500,24 +814,15 @@ static void pd_stop(pd_master_t *m, int sig)
     }
     for (int i = 0; i < m->cfg->workers; i++) {
         pd_slot_t *s = &m->slots[i];
-        int status;
 
-        if (s->pid == 0)
-            continue;
-        pd_log(PD_LOG_WARN, 0, "worker %d (pid %d) still busy after the shutdown timeout: killed",
-               i, (int)s->pid);
-        kill(s->pid, SIGKILL);
-        while (waitpid(s->pid, &status, 0) < 0 && errno == EINTR)
-            ;
-        /* On the way out: a reap that must wait is not retried. */
-        pd_alloc_reap(s->pid, PD_LOG_DEBUG);
-        s->pid = 0;
-        pd_stats_end_proc(m, i);
+        pd_kill_late(m, i, &s->pid, s->half);
+        pd_kill_late(m, i, &s->old, s->half ^ 1);
     }
 }
 
 static int pd_signals_init(pd_master_t *m)
 {
+    static const int sigs[] = {SIGCHLD, SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR2};
     struct sigaction sa;
     sigset_t block;
 
@@ -526,35 +831,35 @@ static int pd_signals_init(pd_master_t *m)
     sigaction(SIGPIPE, &sa, NULL);  /* a peer gone mid-write is an EPIPE */
 
     sigemptyset(&block);
-    sigaddset(&block, SIGCHLD);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGINT);
-    if (sigprocmask(SIG_BLOCK, &block, &m->run_mask) != 0) {
+    for (size_t k = 0; k < sizeof(sigs) / sizeof(sigs[0]); k++)
+        sigaddset(&block, sigs[k]);
+    if (sigprocmask(SIG_BLOCK, &block, &m->start_mask) != 0) {
         pd_log(PD_LOG_ERROR, errno, "sigprocmask() failed");
         return PD_ERROR;
     }
-    sigdelset(&m->run_mask, SIGCHLD);
-    sigdelset(&m->run_mask, SIGTERM);
-    sigdelset(&m->run_mask, SIGINT);
-
+    m->run_mask = m->start_mask;
     sa.sa_handler = pd_master_on_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_NOCLDSTOP;
-    if (sigaction(SIGCHLD, &sa, NULL) != 0 || sigaction(SIGTERM, &sa, NULL) != 0 ||
-        sigaction(SIGINT, &sa, NULL) != 0) {
-        pd_log(PD_LOG_ERROR, errno, "sigaction() failed");
-        return PD_ERROR;
+    for (size_t k = 0; k < sizeof(sigs) / sizeof(sigs[0]); k++) {
+        sigdelset(&m->run_mask, sigs[k]);
+        if (sigaction(sigs[k], &sa, NULL) != 0) {
+            pd_log(PD_LOG_ERROR, errno, "sigaction() failed");
+            return PD_ERROR;
+        }
     }
     return PD_OK;
 }
 
-/* A worker needs a descriptor per connection plus a few of its own, and a
- * process has as many workers as threads: raise the soft limit (1024 on
- * Debian) towards the hard one when --max-conns asks for it, rather than
- * meet EMFILE under load. */
+/* A worker needs a descriptor per connection plus a few of its own, a
+ * process has as many workers as threads, and a worker may take the
+ * connections its siblings have room for (the cap counts across workers):
+ * raise the soft limit (1024 on Debian) towards the hard one when
+ * --max-conns asks for it, rather than meet EMFILE under load. */
 static void pd_raise_nofile(const pd_config_t *cfg)
 {
-    rlim_t want = ((rlim_t)cfg->max_conns + 64) * (rlim_t)pd_config_threads(cfg);
+    rlim_t want = (rlim_t)cfg->max_conns * (rlim_t)pd_config_nworkers(cfg) +
+                  64 * (rlim_t)pd_config_threads(cfg);
     struct rlimit rl;
 
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
@@ -565,8 +870,8 @@ static void pd_raise_nofile(const pd_config_t *cfg)
                (unsigned long long)rl.rlim_cur);
     else if (rl.rlim_cur < want)
         pd_log(PD_LOG_WARN, 0, "only %llu descriptors per process: fewer than --max-conns %d "
-               "for each of its %d workers", (unsigned long long)rl.rlim_cur, cfg->max_conns,
-               pd_config_threads(cfg));
+               "for each of the %d workers", (unsigned long long)rl.rlim_cur, cfg->max_conns,
+               pd_config_nworkers(cfg));
 }
 
 static void pd_startup_line(const pd_master_t *m, int port)
@@ -591,7 +896,31 @@ static void pd_startup_line(const pd_master_t *m, int port)
            pd_alloc_name(), cfg->workers, threads, pids, where, cfg->pin ? "on" : "off", heap);
 }
 
-int pd_master_run(const pd_config_t *cfg)
+/* What SIGUSR2 needs later: this binary's path, resolved now (the file
+ * there may be replaced before the signal: that is the point), and, when
+ * SIGUSR2 started this one, the old master's ready pipe. */
+static void pd_upgrade_init(pd_master_t *m, char *const *argv)
+{
+    const char *env = getenv(PD_ENV_READY_FD);
+    ssize_t n = readlink("/proc/self/exe", m->exe, sizeof(m->exe) - 1);
+
+    m->exe[n > 0 ? n : 0] = '\0';
+    m->argv = argv;
+    m->upgrade_fd = -1;
+    m->ready_fd = -1;
+    if (env != NULL) {
+        char *end;
+        int fd = pd_env_fd(env, &end);
+
+        if (fd >= 0 && *end == '\0' && fcntl(fd, F_SETFD, FD_CLOEXEC) == 0)
+            m->ready_fd = fd;
+        else
+            pd_log(PD_LOG_WARN, 0, "%s=%s: not a descriptor", PD_ENV_READY_FD, env);
+        unsetenv(PD_ENV_READY_FD);
+    }
+}
+
+int pd_master_run(const pd_config_t *cfg, char *const *argv)
 {
     static pd_master_t m;
     int port;
@@ -599,6 +928,7 @@ int pd_master_run(const pd_config_t *cfg)
     memset(&m, 0, sizeof(m));
     m.cfg = cfg;
     pd_log_set_verbosity(cfg->verbose);
+    pd_upgrade_init(&m, argv);
     if (pd_signals_init(&m) != PD_OK)
         return 1;
     pd_raise_nofile(cfg);
@@ -620,18 +950,36 @@ int pd_master_run(const pd_config_t *cfg)
     pd_startup_line(&m, port);
 
     while (!pd_got_stop) {
-        int64_t next, timers;
+        int64_t next, timers, retire;
 
         if (pd_got_chld) {
             pd_got_chld = 0;
             pd_reap(&m);
         }
+        if (pd_got_hup) {
+            pd_got_hup = 0;
+            pd_restart_all(&m);
+        }
+        if (pd_got_usr2) {
+            pd_got_usr2 = 0;
+            pd_upgrade(&m);
+        }
+        if (pd_upgrade_check(&m))
+            break;
         pd_reap_deferred(&m);
         timers = pd_timers(&m);
         next = pd_restart_due(&m);
         if (timers < next)
             next = timers;
-        if (!pd_got_chld && !pd_got_stop && next > 0)
+        retire = pd_retire_due(&m);
+        if (retire < next)
+            next = retire;
+        if (m.ready_fd >= 0) {
+            pd_say_ready(&m);
+            if (m.ready_fd >= 0 && next > 10000)
+                next = 10000;   /* the workers are starting: look soon */
+        }
+        if (!pd_got_chld && !pd_got_stop && !pd_got_hup && !pd_got_usr2 && next > 0)
             pd_sleep_us(&m, next);
     }
     pd_stop(&m, pd_got_stop);

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/types.h>
@@ -200,14 +201,16 @@ typedef struct pd_wstats_sh_s {
     uint64_t xbytes_out;
 } __attribute__((aligned(64))) pd_wstats_sh_t;  /* a cache line each: no false sharing */
 
-/* Master, before fork: map n zeroed slots MAP_SHARED.  Returns PD_OK or
+/* Master, before fork: map 2n zeroed slots MAP_SHARED, two per worker
+ * index: worker i counts in slot i or i + n, whichever its predecessor
+ * does not (they overlap across a graceful restart).  Returns PD_OK or
  * PD_ERROR (logged).  A second call replaces the first mapping (tests). */
 int pd_stats_create(int n);
 
-/* Number of slots, 0 before pd_stats_create(). */
+/* Number of workers n, 0 before pd_stats_create(); there are 2n slots. */
 int pd_stats_count(void);
 
-/* Slot i (0 <= i < pd_stats_count()). */
+/* Slot i (0 <= i < 2 * pd_stats_count()). */
 pd_wstats_sh_t *pd_stats_slot(int i);
 
 /* A worker ready to serve in slot i (its loop set up): record its
@@ -421,7 +424,10 @@ typedef struct pd_worker_s {
     pd_region_t *region;        /* --request-region, else NULL: reset after
                                    every dispatch, so one per worker too, and
                                    its blocks stay hot in the cache */
+    TAILQ_HEAD(pd_idle_q, pd_conn_s) idle;  /* idle connections, longest idle first */
     int nconns;
+    int nidle;                  /* connections in the idle queue */
+    uint64_t accept_round;      /* accept callbacks run so far */
     bool stopping;              /* told to stop: finish and exit */
 } pd_worker_t;
 
@@ -434,26 +440,36 @@ void pd_worker_conn_gone(pd_worker_t *w);
  * should the master die, close the listening sockets of other processes'
  * workers (lfds holds nlfds, one per worker), then run its workers -- the
  * process itself with -w, a thread each with --threads -- until
- * SIGTERM/SIGINT and their connections are done.  Worker j is pinned to
- * cpus[j % ncpus] (ncpus 0: not pinned).  Called with SIGTERM, SIGINT and
- * SIGCHLD blocked, and leaves them blocked: the signals are read from a
- * signalfd.  Returns the process exit status: 1 when a worker could not
- * get going or failed. */
-int pd_worker_run(const pd_config_t *cfg, int proc, const int *lfds, int nlfds,
+ * SIGTERM/SIGINT/SIGQUIT and their connections are done, or
+ * --shutdown-timeout after the signal.  Worker j is pinned to
+ * cpus[j % ncpus] (ncpus 0: not pinned) and counts in stats slot
+ * j + half * nlfds (half 0 or 1: see pd_stats_create).  Called with the
+ * master's signals blocked, and leaves them blocked: the stop signals are
+ * read from a signalfd.  Returns the process exit status: 1 when a worker
+ * could not get going or failed. */
+int pd_worker_run(const pd_config_t *cfg, int proc, int half, const int *lfds, int nlfds,
                   const int *cpus, int ncpus, pid_t master);
 
 /* Take over an accepted, non-blocking socket.  Returns PD_OK, or PD_ERROR
  * after closing fd. */
 int pd_conn_open(pd_worker_t *w, int fd);
 
+/* At --max-conns: close the longest-idle connections (an eighth of the
+ * idle ones, 1 to 32) to make room.  Returns how many it closed, 0 when
+ * none was idle. */
+int pd_conn_drain_idle(pd_worker_t *w);
+
 /* Close a connection now (worker shutdown, errors). */
 void pd_conn_close(pd_conn_t *c);
 
-/* Worker shutdown: close every connection that has no request in progress;
- * the others close after answering theirs. */
+/* Worker shutdown: requests in progress are answered with "Connection:
+ * close"; an idle connection is closed once idle for a second, its next
+ * request answered (with close) until then. */
 void pd_conn_shutdown_all(pd_worker_t *w);
 
-/* Master: bind, fork, supervise.  Returns the process exit status. */
-int pd_master_run(const pd_config_t *cfg);
+/* Master: bind (or, started by SIGUSR2, take the old master's sockets),
+ * fork, supervise; argv is the command line, run again by SIGUSR2.
+ * Returns the process exit status. */
+int pd_master_run(const pd_config_t *cfg, char *const *argv);
 
 #endif /* PD_POOLD_H */

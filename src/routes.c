@@ -79,13 +79,21 @@ static int pd_route_stats(const pd_request_t *req, const pd_route_ctx_t *ctx,
         return PD_ERROR;
     if (evbuffer_add(body, "{\"workers\":[", 12) != 0)
         goto fail;
-    for (int i = 0; i < pd_stats_count(); i++) {
+    /* A worker's second slot is listed while a worker counts in it: each
+     * index once, twice while a graceful restart overlaps two workers. */
+    for (int i = 0, listed = 0; i < 2 * pd_stats_count(); i++) {
         pd_wstats_sh_t *s = pd_stats_slot(i);
+        int n = pd_stats_count();
+        bool live = __atomic_load_n(&s->xpid, __ATOMIC_RELAXED) != 0;
+        bool twin = __atomic_load_n(&pd_stats_slot((i + n) % (2 * n))->xpid,
+                                    __ATOMIC_RELAXED) != 0;
 
+        if (!live && (i >= n || twin))
+            continue;
         if (evbuffer_add_printf(body,
                 "%s{\"index\":%d,\"pid\":%d,\"tid\":%d,\"requests\":%llu,"
                 "\"connections\":%llu,\"bytes_in\":%llu,\"bytes_out\":%llu}",
-                i > 0 ? "," : "", i,
+                listed++ > 0 ? "," : "", (int)s->index,
                 (int)__atomic_load_n(&s->xpid, __ATOMIC_RELAXED),
                 (int)__atomic_load_n(&s->xtid, __ATOMIC_RELAXED),
                 (unsigned long long)__atomic_load_n(&s->xrequests, __ATOMIC_RELAXED),

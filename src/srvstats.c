@@ -7,6 +7,10 @@
  * of the region whichever worker answers.  A worker's pid appears in its
  * slot only once the worker is ready to serve: at the worker's death the
  * master reads it there to tell a failed start from a killed server.
+ * Each worker index has two slots, i and i + n: across a graceful restart
+ * (SIGHUP) the new worker counts in one while the old one, still
+ * finishing its requests, counts in the other, so that each slot keeps
+ * one writer.
  */
 #include "config.h"
 
@@ -20,7 +24,7 @@ static int pd_stats_n;
 
 int pd_stats_create(int n)
 {
-    size_t size = (size_t)n * sizeof(pd_wstats_sh_t);
+    size_t size = 2 * (size_t)n * sizeof(pd_wstats_sh_t);
     void *p;
 
     p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -29,11 +33,11 @@ int pd_stats_create(int n)
         return PD_ERROR;
     }
     if (pd_stats_base != NULL)
-        munmap(pd_stats_base, (size_t)pd_stats_n * sizeof(pd_wstats_sh_t));
+        munmap(pd_stats_base, 2 * (size_t)pd_stats_n * sizeof(pd_wstats_sh_t));
     pd_stats_base = p;
     pd_stats_n = n;
-    for (int i = 0; i < n; i++)
-        pd_stats_base[i].index = i;
+    for (int i = 0; i < 2 * n; i++)
+        pd_stats_base[i].index = i % n;
     return PD_OK;
 }
 

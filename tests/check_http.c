@@ -174,7 +174,10 @@ START_TEST(test_parse_good)
     ck_assert_int_eq(parse("GET http://example.test HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
     ck_assert_int_eq(parse("GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n"), 0);
     ck_assert_int_eq(parse("GET / HTTP/1.1\r\nHost: xn--d1a.example_1.test:80\r\n\r\n"), 0);
-    ck_assert_int_eq(parse("GET / HTTP/1.1\r\nHost:\r\n\r\n"), 0);   /* empty is allowed */
+    ck_assert_int_eq(parse("GET / HTTP/1.1\r\nHost: 127.0.0.1:\r\n\r\n"), 0);  /* port = *DIGIT */
+    ck_assert_int_eq(parse("GET / HTTP/1.1\r\nHost: a%2Db\r\n\r\n"), 0);
+    ck_assert_int_eq(parse("GET / HTTP/1.1\r\nHost: [v1.x]\r\n\r\n"), 0);
+    ck_assert_int_eq(parse("OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
     ck_assert_uint_eq(req.path_len, 1);
 }
 END_TEST
@@ -199,6 +202,20 @@ static const struct {
     {"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", 400},
     {"GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", 400},
     {"GET / HTTP/1.1\r\nHost: a\"b\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost:\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost:  \r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: :80\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: a:b\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: a:80:80\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: a%zz\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: a%2\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: []\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: [::1\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: [::1]x\r\n\r\n", 400},
+    {"GET / HTTP/1.1\r\nHost: a[b]\r\n\r\n", 400},
+    {"GET / HTTP/1.0\r\nHost:\r\n\r\n", 400},
+    {"GET * HTTP/1.1\r\nHost: a\r\n\r\n", 400},
+    {"HEAD * HTTP/1.1\r\nHost: a\r\n\r\n", 400},
     {"GET / HTTP/1.1\r\nHost: a\r\nX-Foo : bar\r\n\r\n", 400},
     {"GET / HTTP/1.1\r\nHost: a\r\n: bar\r\n\r\n", 400},
     {"GET / HTTP/1.1\r\nHost: a\r\nX-Foo: bar\r\n folded\r\n\r\n", 400},
