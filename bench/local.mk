@@ -28,6 +28,11 @@ bench_probes_faultcost_SOURCES = bench/probes/faultcost.c
 noinst_PROGRAMS += bench/probes/linetrip
 bench_probes_linetrip_SOURCES = bench/probes/linetrip.c
 
+# futexwake: a lock handoff between processes on a process-shared futex and
+# robust mutex, against threads on a private one (the report's model).
+noinst_PROGRAMS += bench/probes/futexwake
+bench_probes_futexwake_SOURCES = bench/probes/futexwake.c
+
 # forkcost: what fork() costs an attached process per MiB of arena in use
 # (the child's private copy), against glibc's copy-on-write.
 noinst_PROGRAMS += bench/probes/forkcost
