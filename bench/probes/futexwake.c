@@ -24,7 +24,8 @@
  * Each run measures every arm in turn; the figures are the median and the
  * quartiles over the runs.
  */
-#define _GNU_SOURCE
+#include "config.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -41,6 +42,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "probe.h"
 
 /* One way of pairing two executors on one lock. */
 typedef struct fw_arm_s {
@@ -110,25 +113,9 @@ static void usage(FILE *f)
                "regime of workers on cores of their own.\n");
 }
 
-static double now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
 static long futex(_Atomic uint32_t *w, int op, uint32_t val)
 {
     return syscall(SYS_futex, w, op, val, NULL, NULL, 0);
-}
-
-/* 0 or an errno value; pins the calling thread only (Linux's pid 0). */
-static int pin(int cpu)
-{
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    return sched_setaffinity(0, sizeof set, &set) == 0 ? 0 : errno;
 }
 
 static void die(const char *what, int err)
@@ -163,7 +150,7 @@ static void lock_loop(fw_shared_t *sh, int me)
 static void *partner(void *arg)
 {
     fw_shared_t *sh = arg;
-    sh->err = pin(sh->cpu);
+    sh->err = probe_pin(sh->cpu);
     atomic_store(&sh->ready, sh->err == 0 ? 1 : -1);
     if (sh->err != 0)
         return NULL;
@@ -238,22 +225,22 @@ static void run_arm(const fw_arm_t *arm, fw_shared_t *sh, long n, int cpu1, doub
     sh->cpu = cpu1;
     init_mutex(arm, sh);
 
-    double t0 = now_ns();
+    double t0 = probe_now_ns();
     for (long i = 0; i < n; i++)
         syscall(SYS_getppid);
-    out[FW_SYSCALL] = (now_ns() - t0) / (double)n;
+    out[FW_SYSCALL] = (probe_now_ns() - t0) / (double)n;
 
-    t0 = now_ns();
+    t0 = probe_now_ns();
     for (long i = 0; i < n; i++)
         futex(&sh->word, FUTEX_WAKE | sh->futex_flags, 1);
-    out[FW_WAKE] = (now_ns() - t0) / (double)n;
+    out[FW_WAKE] = (probe_now_ns() - t0) / (double)n;
 
-    t0 = now_ns();
+    t0 = probe_now_ns();
     for (long i = 0; i < n; i++) {
         lock(sh);
         pthread_mutex_unlock(&sh->mutex);
     }
-    out[FW_UNCONTENDED] = (now_ns() - t0) / (double)n;
+    out[FW_UNCONTENDED] = (probe_now_ns() - t0) / (double)n;
 
     static const fw_test_t paired[] = { FW_PINGPONG, FW_CONTENDED };
     for (size_t k = 0; k < sizeof paired / sizeof paired[0]; k++) {
@@ -268,7 +255,7 @@ static void run_arm(const fw_arm_t *arm, fw_shared_t *sh, long n, int cpu1, doub
             fprintf(stderr, "futexwake: cannot run on CPU %d: %s\n", cpu1, strerror(sh->err));
             exit(1);
         }
-        t0 = now_ns();
+        t0 = probe_now_ns();
         atomic_store_explicit(&sh->go, 1, memory_order_release);
         if (t == FW_PINGPONG) {
             for (long i = 0; i < n; i++) {
@@ -283,7 +270,7 @@ static void run_arm(const fw_arm_t *arm, fw_shared_t *sh, long n, int cpu1, doub
         while (atomic_load_explicit(&sh->done, memory_order_acquire) == 0)
             sched_yield();
         /* A round trip is two handoffs; the contended loops make 2n acquisitions. */
-        out[t] = (now_ns() - t0) / (double)(2 * n);
+        out[t] = (probe_now_ns() - t0) / (double)(2 * n);
         if (!finish(pid, tid)) {
             fprintf(stderr, "futexwake: the partner process failed\n");
             exit(1);
@@ -300,29 +287,12 @@ static void run_arm(const fw_arm_t *arm, fw_shared_t *sh, long n, int cpu1, doub
     pthread_mutex_destroy(&sh->mutex);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The p-quantile of sorted v[0..n), interpolated between neighbours. */
 static double quantile(const double *v, int n, double p)
 {
     double at = p * (n - 1);
     int i = (int)at;
     return i + 1 < n ? v[i] + (at - i) * (v[i + 1] - v[i]) : v[i];
-}
-
-static int parse(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
 }
 
 int main(int argc, char **argv)
@@ -339,30 +309,18 @@ int main(int argc, char **argv)
         i++;
     }
     for (; i + 1 < argc && argv[i][0] == '-'; i += 2) {
-        if (strcmp(argv[i], "-n") == 0 && parse(argv[i + 1], 1, LONG_MAX / 2, &n) == 0)
+        if (strcmp(argv[i], "-n") == 0 && probe_parse(argv[i + 1], 1, LONG_MAX / 2, &n) == 0)
             continue;
-        if (strcmp(argv[i], "-r") == 0 && parse(argv[i + 1], 1, 1001, &runs) == 0)
+        if (strcmp(argv[i], "-r") == 0 && probe_parse(argv[i + 1], 1, 1001, &runs) == 0)
             continue;
         fprintf(stderr, "futexwake: %s %s: -n takes a count from 1, -r one from 1 to 1001\n",
                 argv[i], argv[i + 1]);
         return 2;
     }
-    if (argc - i == 2) {
-        for (int k = 0; k < 2; k++)
-            if (parse(argv[i + k], 0, CPU_SETSIZE - 1, &cpu[k]) != 0) {
-                fprintf(stderr, "futexwake: %s is not a CPU number\n", argv[i + k]);
-                return 2;
-            }
-    } else if (argc != i) {
-        fprintf(stderr, "futexwake: %s: expected [-f] [-n ITERATIONS] [-r RUNS] [CPU CPU]\n",
-                argv[i]);
+    if (probe_cpus("futexwake", "[-f] [-n ITERATIONS] [-r RUNS] [CPU CPU]", argc, argv, i,
+                   cpu) != 0)
         return 2;
-    }
-    if (cpu[0] == cpu[1]) {
-        fprintf(stderr, "futexwake: the two CPUs must differ\n");
-        return 2;
-    }
-    int e = pin((int)cpu[0]);
+    int e = probe_pin((int)cpu[0]);
     if (e != 0) {
         fprintf(stderr, "futexwake: cannot run on CPU %ld: %s\n", cpu[0], strerror(e));
         return 1;
@@ -402,7 +360,7 @@ int main(int argc, char **argv)
         for (size_t a = 0; a < NARMS; a++) {
             double *s = &AT(0, a, t);
             char cell[64];
-            qsort(s, (size_t)runs, sizeof *s, cmp_double);
+            qsort(s, (size_t)runs, sizeof *s, probe_cmp_double);
             snprintf(cell, sizeof cell, "%.0f [%.0f %.0f]", quantile(s, (int)runs, 0.5),
                      quantile(s, (int)runs, 0.25), quantile(s, (int)runs, 0.75));
             printf("  %-22s", cell);
