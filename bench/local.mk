@@ -21,17 +21,22 @@ EXTRA_DIST += bench/kill-soak/kill-soak bench/kill-soak/kill-soak.lua
 # probes: one cost each, for the report's model of what this machine cannot
 # run.  faultcost: a minor page fault, private against shared memory.
 noinst_PROGRAMS += bench/probes/faultcost
-bench_probes_faultcost_SOURCES = bench/probes/faultcost.c
+bench_probes_faultcost_SOURCES = bench/probes/faultcost.c bench/probes/probe.h
 
 # linetrip: a cache line's round trip between two CPUs, which on a virtual
 # machine moves as the host moves its CPUs (bench/poolbench/rounds.sh prints it).
 noinst_PROGRAMS += bench/probes/linetrip
-bench_probes_linetrip_SOURCES = bench/probes/linetrip.c
+bench_probes_linetrip_SOURCES = bench/probes/linetrip.c bench/probes/probe.h
+
+# futexwake: a lock handoff between processes on a process-shared futex and
+# robust mutex, against threads on a private one (the report's model).
+noinst_PROGRAMS += bench/probes/futexwake
+bench_probes_futexwake_SOURCES = bench/probes/futexwake.c bench/probes/probe.h
 
 # forkcost: what fork() costs an attached process per MiB of arena in use
 # (the child's private copy), against glibc's copy-on-write.
 noinst_PROGRAMS += bench/probes/forkcost
-bench_probes_forkcost_SOURCES = bench/probes/forkcost.c
+bench_probes_forkcost_SOURCES = bench/probes/forkcost.c bench/probes/probe.h
 bench_probes_forkcost_LDADD = shm/libshmpool_core.la
 
 EXTRA_DIST += bench/README.md

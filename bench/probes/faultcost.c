@@ -36,15 +36,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "probe.h"
+
 #define STRIDE 4096
 #define ROUNDS 5
-
-static double now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
 
 static long minor_faults(void)
 {
@@ -57,23 +52,17 @@ static long minor_faults(void)
 static double touch(volatile char *p, size_t len, long *faults)
 {
     long f0 = minor_faults();
-    double t0 = now_ns();
+    double t0 = probe_now_ns();
     for (size_t off = 0; off < len; off += STRIDE)
         p[off] = 1;
-    double t1 = now_ns();
+    double t1 = probe_now_ns();
     *faults = minor_faults() - f0;
     return (t1 - t0) / (double)(len / STRIDE);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double median(double *v)
 {
-    qsort(v, ROUNDS, sizeof *v, cmp_double);
+    qsort(v, ROUNDS, sizeof *v, probe_cmp_double);
     return v[ROUNDS / 2];
 }
 
@@ -103,9 +92,9 @@ typedef struct child_result_s {
 static double populate(char *p, size_t len)
 {
 #ifdef MADV_POPULATE_WRITE
-    double t0 = now_ns();
+    double t0 = probe_now_ns();
     if (madvise(p, len, MADV_POPULATE_WRITE) == 0)
-        return (now_ns() - t0) / (double)(len / STRIDE);
+        return (probe_now_ns() - t0) / (double)(len / STRIDE);
 #else
     (void)p;
     (void)len;

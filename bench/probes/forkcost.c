@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "probe.h"
 #include "shmpool.h"
 
 #define ROUNDS 21
@@ -37,19 +38,13 @@ static double now_us(void)
     return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 typedef struct timing_s {
     double median, min, max;
 } timing_t;
 
 static timing_t summarise(double *t)
 {
-    qsort(t, ROUNDS, sizeof *t, cmp_double);
+    qsort(t, ROUNDS, sizeof *t, probe_cmp_double);
     return (timing_t){ t[ROUNDS / 2], t[0], t[ROUNDS - 1] };
 }
 

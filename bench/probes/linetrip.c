@@ -8,7 +8,8 @@
  *
  * usage: linetrip [-n ROUNDTRIPS] [CPU CPU]   (default 200000, CPUs 0 and 1)
  * prints: NS ns a round trip between CPU A and CPU B (N times) */
-#define _GNU_SOURCE
+#include "config.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -18,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "probe.h"
 
 typedef struct lt_shared_s {
     _Atomic long turn __attribute__((aligned(64))); /* odd: the answerer's, even: the asker's */
@@ -32,18 +35,10 @@ static void usage(FILE *f)
                "The ns one cache line takes from CPU A to CPU B and back, over ROUNDTRIPS.\n");
 }
 
-static int pin(int cpu)
-{
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    return pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-}
-
 static void *answer(void *arg)
 {
     lt_shared_t *sh = arg;
-    sh->err = pin(sh->cpu);
+    sh->err = probe_pin(sh->cpu);
     /* The asker starts once this thread says it is pinned (turn 0) or
      * cannot be (-1), so a failed pin is reported, not waited on. */
     if (sh->err != 0) {
@@ -59,17 +54,6 @@ static void *answer(void *arg)
     return NULL;
 }
 
-static int parse(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     static lt_shared_t sh;
@@ -80,28 +64,16 @@ int main(int argc, char **argv)
         return 0;
     }
     if (i < argc && strcmp(argv[i], "-n") == 0) {
-        if (i + 1 >= argc || parse(argv[i + 1], 1, LONG_MAX / 2, &n) != 0) {
+        if (i + 1 >= argc || probe_parse(argv[i + 1], 1, LONG_MAX / 2, &n) != 0) {
             fprintf(stderr, "linetrip: -n takes a count from 1\n");
             return 2;
         }
         i += 2;
     }
-    if (argc - i == 2) {
-        for (int k = 0; k < 2; k++)
-            if (parse(argv[i + k], 0, CPU_SETSIZE - 1, &cpu[k]) != 0) {
-                fprintf(stderr, "linetrip: %s is not a CPU number\n", argv[i + k]);
-                return 2;
-            }
-    } else if (argc != i) {
-        usage(stderr);
+    if (probe_cpus("linetrip", "[-n ROUNDTRIPS] [CPU CPU]", argc, argv, i, cpu) != 0)
         return 2;
-    }
-    if (cpu[0] == cpu[1]) {
-        fprintf(stderr, "linetrip: the two CPUs must differ\n");
-        return 2;
-    }
 
-    int e = pin((int)cpu[0]);
+    int e = probe_pin((int)cpu[0]);
     if (e != 0) {
         fprintf(stderr, "linetrip: cannot run on CPU %ld: %s\n", cpu[0], strerror(e));
         return 1;
