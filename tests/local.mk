@@ -18,6 +18,15 @@ AM_TESTS_ENVIRONMENT = \
 
 TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBEVENT_CFLAGS)
 
+# make check-unit: the unit suites of this build, in well under a minute --
+# the pool's tiers, the server's parsers and the region, without the
+# stress, crash and fork suites, the end-to-end tests and the servers.
+check-unit: tests/check_pool tests/check_poold tests/check_region
+	tests/check_pool --unit
+	tests/check_poold --unit
+	tests/check_region
+.PHONY: check-unit
+
 include tests/server.mk
 include tests/pool.mk
 include tests/servers/local.mk
