@@ -18,6 +18,9 @@ int main(int argc, char **argv)
     srunner_add_suite(sr, make_pageheap_suite());
     srunner_add_suite(sr, make_central_suite());
     srunner_add_suite(sr, make_tcache_suite());
+    srunner_add_suite(sr, make_journal_suite());
+    srunner_add_suite(sr, make_lock_suite());
+    srunner_add_suite(sr, make_libc_suite());
     if (!unit_only) {
         srunner_add_suite(sr, make_stress_suite());
         srunner_add_suite(sr, make_fork_suite());

@@ -7,7 +7,8 @@ TESTS += tests/check_pool
 tests_check_pool_SOURCES = \
 	tests/check_pool_main.c tests/pool_fixtures.c tests/check_pool.h \
 	tests/check_sizeclass.c tests/check_pagemap.c tests/check_pageheap.c \
-	tests/check_central.c tests/check_tcache.c
+	tests/check_central.c tests/check_tcache.c tests/check_journal.c tests/check_lock.c \
+	tests/check_libc.c
 tests_check_pool_CFLAGS = $(TEST_CFLAGS)
 tests_check_pool_LDADD = shm/libshmpool_core.la $(CHECK_LIBS)
 # --- end of the libshmpool unit tests ---------------------------------------
