@@ -26,6 +26,7 @@
 #include "check_pool.h"
 #include "pattern.h"
 #include "pool-internal.h"
+#include "spawn.h"
 
 #define SMALL_A 96
 #define SMALL_B 8192
@@ -111,18 +112,10 @@ static unsigned churn(uint64_t salt, unsigned rounds)
  * whose return value is its exit status. */
 static pid_t spawn(int (*fn)(void *), void *arg, const char *crash)
 {
-    pid_t pid = fork();
+    pid_t pid = test_spawn(20, true, crash);
     ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        if (crash != NULL)
-            setenv("SHMPOOL_CRASH", crash, 1);
-        else
-            unsetenv("SHMPOOL_CRASH");
-        alarm(20); /* a child that hangs dies rather than stall the suite */
-        if (pool_attach() != 0)
-            _exit(1);
+    if (pid == 0)
         _exit(fn(arg));
-    }
     return pid;
 }
 

@@ -22,6 +22,7 @@
 
 #include "check_pool.h"
 #include "pool-internal.h"
+#include "spawn.h"
 #include "prim/prim.h"
 
 /* Big enough for 1,000 spans of the largest class (32 pages each). */
@@ -34,17 +35,12 @@ static void create_big(void)
     ck_assert_msg(rc == 0, "pool_create: %d", rc);
 }
 
-/* Fork; the child attaches (and dies rather than hang the suite).  Returns
- * the pid in the parent, 0 in the child. */
+/* Fork; the child attaches (and dies rather than hang the suite), with no
+ * crash point armed.  Returns the pid in the parent, 0 in the child. */
 static pid_t fork_attached(void)
 {
-    pid_t pid = fork();
+    pid_t pid = test_spawn(20, true, NULL);
     ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        alarm(20);
-        if (pool_attach() != 0)
-            _exit(1);
-    }
     return pid;
 }
 

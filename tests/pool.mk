@@ -5,7 +5,7 @@
 check_PROGRAMS += tests/check_pool
 TESTS += tests/check_pool
 tests_check_pool_SOURCES = \
-	tests/check_pool_main.c tests/pool_fixtures.c tests/check_pool.h \
+	tests/check_pool_main.c tests/pool_fixtures.c tests/check_pool.h tests/spawn.c tests/spawn.h \
 	tests/check_sizeclass.c tests/check_pagemap.c tests/check_pageheap.c \
 	tests/check_central.c tests/check_tcache.c tests/check_journal.c tests/check_lock.c \
 	tests/check_libc.c
@@ -79,6 +79,7 @@ tests_waitstopped_SOURCES = tests/waitstopped.c tests/preloaded.h
 check_PROGRAMS += tests/check_crashpoints
 TESTS += tests/check_crashpoints
 tests_check_crashpoints_SOURCES = tests/check_crashpoints_main.c tests/pool_fixtures.c \
+	tests/spawn.c tests/spawn.h \
 	tests/check_pool.h tests/check_crash.c tests/check_recovery.c tests/pattern.h
 tests_check_crashpoints_CFLAGS = $(TEST_CFLAGS)
 tests_check_crashpoints_LDADD = shm/libshmpool_core.la $(CHECK_LIBS)
@@ -88,6 +89,6 @@ tests_check_crashpoints_LDADD = shm/libshmpool_core.la $(CHECK_LIBS)
 check_PROGRAMS += tests/crashfuzz
 TESTS += tests/crashfuzz tests/crashpoints.sh
 EXTRA_DIST += tests/crashpoints.sh
-tests_crashfuzz_SOURCES = tests/crashfuzz.c tests/pattern.h
+tests_crashfuzz_SOURCES = tests/crashfuzz.c tests/pattern.h tests/spawn.c tests/spawn.h
 tests_crashfuzz_CFLAGS = $(AM_CFLAGS)
 tests_crashfuzz_LDADD = shm/libshmpool_core.la
