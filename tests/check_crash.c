@@ -711,15 +711,13 @@ Suite *make_crash_suite(void)
     Suite *s = suite_create("crash");
     TCase *tc = tcase_create("reap");
     tcase_add_checked_fixture(tc, pool_test_create, pool_test_destroy);
-    if (!POOL_CONFIG_SPINLOCK) {
-        tcase_add_test(tc, test_kill_anywhere_then_reap);
-        tcase_add_test(tc, test_reap_refuses);
-        tcase_add_test(tc, test_neighbours_reclaimed);
-        tcase_add_test(tc, test_adopted_block_survives);
-        tcase_add_test(tc, test_stalled_lock_reported);
-        tcase_add_test(tc, test_stopped_pageheap_holder);
-        tcase_add_test(tc, test_stats_show_reaps);
-    }
+    tcase_add_test(tc, test_kill_anywhere_then_reap);
+    tcase_add_test(tc, test_reap_refuses);
+    tcase_add_test(tc, test_neighbours_reclaimed);
+    tcase_add_test(tc, test_adopted_block_survives);
+    tcase_add_test(tc, test_stalled_lock_reported);
+    tcase_add_test(tc, test_stopped_pageheap_holder);
+    tcase_add_test(tc, test_stats_show_reaps);
     tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);
     return s;

@@ -1,7 +1,7 @@
 /* tests/check_pool: runs the pool's unit suites.  Linked with
  * shm/libshmpool_core.la only, so Check's own allocations go to glibc and
- * never through the code under test.  The suites that need crash points
- * run in tests/check_crashpoints.  With --unit (make check-unit) only the
+ * never through the code under test.  Crash safety (check_crash.c,
+ * check_recovery.c) runs in tests/check_crashpoints.  With --unit (make check-unit) only the
  * quick suites of single tiers run: no stress, no forks of many processes. */
 #include "config.h"
 
@@ -24,8 +24,6 @@ int main(int argc, char **argv)
     if (!unit_only) {
         srunner_add_suite(sr, make_stress_suite());
         srunner_add_suite(sr, make_fork_suite());
-        srunner_add_suite(sr, make_crash_suite());
-        srunner_add_suite(sr, make_recovery_suite());
         srunner_add_suite(sr, make_lifecycle_suite());
     }
     srunner_run_all(sr, CK_NORMAL);

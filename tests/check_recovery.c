@@ -373,18 +373,14 @@ Suite *make_recovery_suite(void)
     TCase *tc = tcase_create("pageheap");
     tcase_add_checked_fixture(tc, create_big, pool_test_destroy);
     tcase_set_timeout(tc, 60);
-    /* A spin lock has no owner to find dead: these need the mutex. */
-    if (!POOL_CONFIG_SPINLOCK) {
-        tcase_add_test(tc, test_pageheap_death_between_operations);
-        tcase_add_test(tc, test_pageheap_recovered_by_next_locker);
-    }
+    tcase_add_test(tc, test_pageheap_death_between_operations);
+    tcase_add_test(tc, test_pageheap_recovered_by_next_locker);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("central");
     tcase_add_checked_fixture(tc, create_big, pool_test_destroy);
     tcase_set_timeout(tc, 60);
-    if (!POOL_CONFIG_SPINLOCK)
-        tcase_add_loop_test(tc, test_class_death_between_operations, 1, POOL_NCLASSES);
+    tcase_add_loop_test(tc, test_class_death_between_operations, 1, POOL_NCLASSES);
     suite_add_tcase(s, tc);
     return s;
 }
