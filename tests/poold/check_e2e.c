@@ -1363,7 +1363,7 @@ static pid_t slot0_pid(const srv_t *s)
 
 /* A worker killed once it is ready was serving: the master replaces it at
  * once, however often that happens, and never backs off (back-off is for
- * workers that die before they get going, tests/check_crash_e2e.c). */
+ * workers that die before they get going, tests/poold/check_crash_e2e.c). */
 START_TEST(test_ready_worker_replaced_at_once)
 {
     srv_t s;

@@ -36,7 +36,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "pattern.h"
+#include "../programs/pattern.h"
 #include "pool-internal.h"
 #include "spawn.h"
 
