@@ -1,9 +1,13 @@
-# Tests.  Four Check programs and a few scripts, all run by `make check`
-# (and in debug builds the real servers of tests/servers/local.mk):
-#   tests/check_poold     the server: unit suites and end-to-end over sockets
-#   tests/check_region    the per-request region, alone (and under valgrind)
-#   tests/check_pool      the pool's tiers, linked without the override
-#   tests/check_override  malloc's contract, linked with the override
+# Tests, in a folder per subject, all run by `make check`:
+#   tests/pool/      the pool: its Check suites (tests/check_pool,
+#                    tests/check_crashpoints, tests/check_override), the
+#                    crash fuzzer and the preload's shell tests
+#   tests/poold/     the server: tests/check_poold (unit suites and
+#                    end-to-end over sockets) and tests/check_region
+#   tests/programs/  programs the tests run under the preload
+#   tests/servers/   real servers under the preload (debug builds)
+# and here the installed library, the man pages and bench's report.
+# Every program is built as tests/NAME, whatever its folder.
 # The end-to-end tests find the binaries through the environment below.
 
 AM_TESTS_ENVIRONMENT = \
@@ -18,11 +22,20 @@ AM_TESTS_ENVIRONMENT = \
 
 TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBEVENT_CFLAGS)
 
-include tests/server.mk
-include tests/pool.mk
+# make check-unit: the unit suites of this build, in well under a minute --
+# the pool's tiers, the server's parsers and the region, without the
+# stress, crash and fork suites, the end-to-end tests and the servers.
+check-unit: tests/check_pool tests/check_poold tests/check_region
+	tests/check_pool --unit
+	tests/check_poold --unit
+	tests/check_region
+.PHONY: check-unit
+
+include tests/poold/local.mk
+include tests/pool/local.mk
 include tests/servers/local.mk
 include tests/install.mk
 
 # http-edges.py: what a hostile client gets from a running poold, and when;
 # run by hand (it waits out poold's timeouts, about 25 s).
-EXTRA_DIST += tests/http-edges.py
+EXTRA_DIST += tests/poold/http-edges.py

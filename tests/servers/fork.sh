@@ -1,5 +1,5 @@
 #!/bin/bash
-# The fork contract itself (tests/forkcontract.c): under LD_PRELOAD and
+# The fork contract itself (tests/programs/forkcontract.c): under LD_PRELOAD and
 # SHMPOOL_MODE=children, a private master forks an attached child, which
 # forks in turn; every process must read back only what it wrote itself,
 # in every block it inherited.  Without the library the program must

@@ -2,8 +2,8 @@
 # Real programs on libshmpool.so under LD_PRELOAD and SHMPOOL_MODE=children
 # (issue 13): Debian's nginx, PostgreSQL 15 and Apache 2.4 prefork, started
 # by the tests on loopback ports or sockets in temporary directories, bash
-# and Python, the fork contract (tests/forkcontract.c), and Redis 7, which
-# brings jemalloc (issue 25), in process and children modes.
+# and Python, the fork contract (tests/programs/forkcontract.c), and Redis
+# 7, which brings jemalloc (issue 25), in process and children modes.
 #
 # Only in builds configured with --enable-debug: they assert the heap
 # checker's verdict, which only those builds have; and the library they
@@ -19,5 +19,6 @@ if POOL_DEBUG
 check_PROGRAMS += tests/forkcontract
 TESTS += $(SERVER_TESTS)
 endif
-tests_forkcontract_SOURCES = tests/forkcontract.c tests/pattern.h tests/preloaded.h
+tests_forkcontract_SOURCES = tests/programs/forkcontract.c tests/programs/pattern.h \
+	tests/programs/preloaded.h
 # --- end of the real-program tests ------------------------------------------

@@ -1,6 +1,6 @@
 /* For test programs that are not linked with libshmpool and run under
- * LD_PRELOAD=libshmpool.so SHMPOOL_MODE=children (tests/prefork.c,
- * tests/forkcontract.c): the two pool calls they ask, found with dlsym so
+ * LD_PRELOAD=libshmpool.so SHMPOOL_MODE=children (tests/programs/prefork.c,
+ * tests/programs/forkcontract.c): the two pool calls they ask, found with dlsym so
  * that a program run without the library fails instead of passing on
  * glibc, and a child that holds blocks until it is killed.  Header only.
  */

@@ -3,7 +3,7 @@
  * malloc and free to count what the region holds from the process
  * allocator.  Counts are compared only across stretches of region calls
  * with no Check call between them, so Check's own allocations never enter
- * a comparison.  tests/region-valgrind.sh runs it under valgrind, told
+ * a comparison.  tests/poold/region-valgrind.sh runs it under valgrind, told
  * to leave this malloc in place. */
 #include "config.h"
 

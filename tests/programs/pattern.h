@@ -5,7 +5,7 @@
  * handed out twice, overwritten by a neighbour or copied to the wrong offset
  * by realloc shows up as a mismatch.  The pattern is position based: after a
  * realloc only the new tail needs filling.  Header only, shared by the
- * Check suites and tests/prefork.c, with the clock and random stream their
+ * Check suites and tests/programs/prefork.c, with the clock and random stream their
  * stress loops use.
  */
 #ifndef TESTS_PATTERN_H

@@ -22,6 +22,7 @@
 
 #include "check_pool.h"
 #include "pool-internal.h"
+#include "spawn.h"
 #include "prim/prim.h"
 
 /* Big enough for 1,000 spans of the largest class (32 pages each). */
@@ -34,17 +35,12 @@ static void create_big(void)
     ck_assert_msg(rc == 0, "pool_create: %d", rc);
 }
 
-/* Fork; the child attaches (and dies rather than hang the suite).  Returns
- * the pid in the parent, 0 in the child. */
+/* Fork; the child attaches (and dies rather than hang the suite), with no
+ * crash point armed.  Returns the pid in the parent, 0 in the child. */
 static pid_t fork_attached(void)
 {
-    pid_t pid = fork();
+    pid_t pid = test_spawn(20, true, NULL);
     ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        alarm(20);
-        if (pool_attach() != 0)
-            _exit(1);
-    }
     return pid;
 }
 
@@ -377,18 +373,14 @@ Suite *make_recovery_suite(void)
     TCase *tc = tcase_create("pageheap");
     tcase_add_checked_fixture(tc, create_big, pool_test_destroy);
     tcase_set_timeout(tc, 60);
-    /* A spin lock has no owner to find dead: these need the mutex. */
-    if (!POOL_CONFIG_SPINLOCK) {
-        tcase_add_test(tc, test_pageheap_death_between_operations);
-        tcase_add_test(tc, test_pageheap_recovered_by_next_locker);
-    }
+    tcase_add_test(tc, test_pageheap_death_between_operations);
+    tcase_add_test(tc, test_pageheap_recovered_by_next_locker);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("central");
     tcase_add_checked_fixture(tc, create_big, pool_test_destroy);
     tcase_set_timeout(tc, 60);
-    if (!POOL_CONFIG_SPINLOCK)
-        tcase_add_loop_test(tc, test_class_death_between_operations, 1, POOL_NCLASSES);
+    tcase_add_loop_test(tc, test_class_death_between_operations, 1, POOL_NCLASSES);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "shmpool.h"
-#include "pattern.h"
+#include "../programs/pattern.h"
 
 /* glibc 2.26 dropped the declaration; the pool still exports the symbol for
  * old binaries, so it is part of the contract. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* A child stopped (SIGSTOP, alive) inside the page-heap lock does not stop
- * its parent's waits; tests/waitstopped.sh runs it under
+ * its parent's waits; tests/pool/waitstopped.sh runs it under
  * LD_PRELOAD=libshmpool.so SHMPOOL_MODE=children, in every build.
  *
  * The private parent forks child A, which attaches, allocates and waits,
@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "preloaded.h"
+#include "../programs/preloaded.h"
 
 static const char *waiting = "the first wait"; /* the wait in progress, for SIGALRM */
 

@@ -36,8 +36,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "pattern.h"
+#include "../programs/pattern.h"
 #include "pool-internal.h"
+#include "spawn.h"
 
 /* ------------------------------------------------------------------------ */
 /* Blocks that outlive every case                                            */
@@ -530,12 +531,9 @@ static int outcome(pid_t pid)
  * every lock. */
 static pid_t start_worker(const char *spec, uint64_t seed, unsigned rounds, bool recoverer)
 {
-    pid_t pid = fork();
+    pid_t pid = test_spawn(30, true, NULL);
     if (pid != 0)
         return pid;
-    alarm(30);
-    if (pool_attach() != 0)
-        _exit(1);
     arm(spec);
     if (recoverer)
         touch_every_lock();
@@ -545,12 +543,9 @@ static pid_t start_worker(const char *spec, uint64_t seed, unsigned rounds, bool
 /* The chains' work: its first lock is the page heap's, or a class's. */
 static pid_t start_chain_link(bool pageheap)
 {
-    pid_t pid = fork();
+    pid_t pid = test_spawn(30, true, NULL);
     if (pid != 0)
         return pid;
-    alarm(30);
-    if (pool_attach() != 0)
-        _exit(1);
     arm("lock.acquired:1");
     pool_free(pool_malloc(pageheap ? (size_t)1 << 20 : 96));
     _exit(2);
@@ -559,10 +554,9 @@ static pid_t start_chain_link(bool pageheap)
 /* A supervisor's repair (armed with spec); records when it returned. */
 static pid_t start_repair(const char *spec)
 {
-    pid_t pid = fork();
+    pid_t pid = test_spawn(30, false, NULL);
     if (pid != 0)
         return pid;
-    alarm(30);
     arm(spec);
     int rc = pool_repair(NULL);
     sh->repaired_ns = pattern_now_ns();
@@ -572,10 +566,9 @@ static pid_t start_repair(const char *spec)
 /* A reap of `dead` by another process (armed with spec). */
 static pid_t start_reap(const char *spec, pid_t dead)
 {
-    pid_t pid = fork();
+    pid_t pid = test_spawn(30, false, NULL);
     if (pid != 0)
         return pid;
-    alarm(30);
     arm(spec);
     int rc = pool_reap(dead, NULL);
     _exit(rc == 0 || rc == ESRCH ? 0 : 4);
@@ -583,12 +576,9 @@ static pid_t start_reap(const char *spec, pid_t dead)
 
 static pid_t start_verifier(uint64_t seed)
 {
-    pid_t pid = fork();
+    pid_t pid = test_spawn(30, true, NULL);
     if (pid != 0)
         return pid;
-    alarm(30);
-    if (pool_attach() != 0)
-        _exit(1);
     arm(NULL);
     _exit(verify_work(seed));
 }
@@ -922,11 +912,8 @@ static int cmp_i64(const void *x, const void *y)
 static size_t build(const shape_t *shape)
 {
     sh->n = 0;
-    pid_t pid = fork();
+    pid_t pid = test_spawn(60, true, NULL);
     if (pid == 0) {
-        alarm(60);
-        if (pool_attach() != 0)
-            _exit(1);
         shape->build(0x5a1ad);
         pool_detach();
         _exit(0);

@@ -35,8 +35,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pattern.h"
-#include "preloaded.h"
+#include "../programs/pattern.h"
+#include "../programs/preloaded.h"
 
 #define NBLOCKS 8192
 #define SIZE 64

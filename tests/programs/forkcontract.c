@@ -15,7 +15,7 @@
  *     ones; the child still reads its own pattern in every block, then
  *     allocates new ones too; neither's new blocks disturb the other's.
  *
- * The pool is found with dlsym (tests/preloaded.h), so the program fails
+ * The pool is found with dlsym (tests/programs/preloaded.h), so the program fails
  * when the library is not really preloaded.  Exit 0 and one line on stdout when the contract
  * holds; otherwise one line per problem on stderr and exit 1.
  */

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "check_pool.h"
-#include "pattern.h"
+#include "../programs/pattern.h"
 #include "pool-internal.h"
 #include "prim/prim.h"
 

@@ -21,8 +21,9 @@
 #include <unistd.h>
 
 #include "check_pool.h"
-#include "pattern.h"
+#include "../programs/pattern.h"
 #include "pool-internal.h"
+#include "spawn.h"
 
 #define LEFT_BEHIND 300 /* objects a short-lived process never frees */
 
@@ -57,13 +58,10 @@ typedef enum ending_e { END_EXIT, END_UNDERSCORE_EXIT, END_KILL, END_EXEC } endi
 /* A child that attaches, leaves objects and ends the given way. */
 static pid_t short_lived(ending_t how)
 {
-    pid_t pid = fork();
+    pid_t pid = test_spawn(20, true, NULL);
     ck_assert_int_ge(pid, 0);
     if (pid != 0)
         return pid;
-    alarm(20);
-    if (pool_attach() != 0)
-        _exit(1);
     leave_objects();
     switch (how) {
     case END_EXIT:
@@ -84,12 +82,10 @@ static pid_t short_lived(ending_t how)
  * It is dead in turn when this returns, and nobody has noticed yet. */
 static void attach_and_go(void)
 {
-    pid_t pid = fork();
+    pid_t pid = test_spawn(20, true, NULL);
     ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        alarm(20);
-        _exit(pool_attach() == 0 ? 0 : 1);
-    }
+    if (pid == 0)
+        _exit(0);
     int status = pool_test_wait(pid);
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
                   "a process could not attach (status %#x)", status);
@@ -168,13 +164,10 @@ START_TEST(test_dead_slots_reused_when_short)
 }
 END_TEST
 
-/* A live process looks for the dead on its own, once the period is due:
- * no attach, no shortage. */
+/* A live process (attached, as a child of test_spawn) looks for the dead
+ * on its own, once the period is due: no attach, no shortage. */
 static int live_main(int fd)
 {
-    alarm(20);
-    if (pool_attach() != 0)
-        return 1;
     char c;
     if (read(fd, &c, 1) != 1)
         return 5;
@@ -199,7 +192,7 @@ START_TEST(test_periodic_reap_by_a_live_process)
 {
     int go[2];
     ck_assert_int_eq(pipe(go), 0);
-    pid_t live = fork();
+    pid_t live = test_spawn(20, true, NULL);
     ck_assert_int_ge(live, 0);
     if (live == 0)
         _exit(live_main(go[0]));
@@ -236,12 +229,9 @@ START_TEST(test_attaching_thread_exits_first)
 {
     int fds[2];
     ck_assert_int_eq(pipe(fds), 0);
-    pid_t pid = fork();
+    pid_t pid = test_spawn(20, true, NULL);
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
-        alarm(20);
-        if (pool_attach() != 0)
-            _exit(1);
         static void *kept[64];
         for (unsigned i = 0; i < 64; i++) {
             kept[i] = pool_malloc(96);

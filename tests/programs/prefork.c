@@ -1,9 +1,9 @@
-/* A small prefork program for tests/preload.sh: a master and four children
+/* A small prefork program for tests/pool/preload.sh: a master and four children
  * that allocate and free concurrently with per-block patterns.  Run it with
  * LD_PRELOAD=libshmpool.so SHMPOOL_MODE=children: the master must stay on
  * its private heap and every child must allocate in the shared arena.  The
  * program is not linked with the pool; it finds pool_owns and pool_attached
- * with dlsym (tests/preloaded.h), so it fails when the library is not
+ * with dlsym (tests/programs/preloaded.h), so it fails when the library is not
  * really preloaded.
  *
  * Exit 0 and one summary line on stdout when all is well; otherwise one line

@@ -1,5 +1,5 @@
 /* A dead child whose reap meets a stuck lock holder twice is still reaped
- * once the holder lets go; tests/reapretry.sh runs it under
+ * once the holder lets go; tests/pool/reapretry.sh runs it under
  * LD_PRELOAD=libshmpool.so SHMPOOL_MODE=children in builds with crash
  * points, and asks shmpool-stat whether anything dead is left.
  *
@@ -25,7 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "preloaded.h"
+#include "../programs/preloaded.h"
 
 static int fail(const char *what)
 {

@@ -4,9 +4,9 @@
 check_PROGRAMS += tests/check_poold
 TESTS += tests/check_poold
 tests_check_poold_SOURCES = \
-	tests/check_poold.h tests/check_main.c tests/check_config.c \
-	tests/check_http.c tests/check_routes.c tests/check_e2e.c \
-	tests/check_crash_e2e.c
+	tests/poold/check_poold.h tests/poold/check_main.c tests/poold/check_config.c \
+	tests/poold/check_http.c tests/poold/check_routes.c tests/poold/check_e2e.c \
+	tests/poold/check_crash_e2e.c
 tests_check_poold_CFLAGS = $(TEST_CFLAGS)
 tests_check_poold_LDADD = src/libpd.la $(CHECK_LIBS)
 
@@ -14,8 +14,8 @@ tests_check_poold_LDADD = src/libpd.la $(CHECK_LIBS)
 # libevent (as the micro-benchmarks use it), under a counting malloc.
 check_PROGRAMS += tests/check_region
 TESTS += tests/check_region
-tests_check_region_SOURCES = tests/check_region.c src/region.h src/region.c
+tests_check_region_SOURCES = tests/poold/check_region.c src/region.h src/region.c
 tests_check_region_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_check_region_LDADD = $(CHECK_LIBS)
-TESTS += tests/region-valgrind.sh
-EXTRA_DIST += tests/region-valgrind.sh
+TESTS += tests/poold/region-valgrind.sh
+EXTRA_DIST += tests/poold/region-valgrind.sh

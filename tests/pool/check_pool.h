@@ -1,5 +1,5 @@
-/* Suites of tests/check_pool (the pool linked without the override) and the
- * fixtures they share. */
+/* Suites of tests/check_pool and tests/check_crashpoints (the pool linked
+ * without the override) and the fixtures they share. */
 #ifndef CHECK_POOL_H
 #define CHECK_POOL_H
 
@@ -14,12 +14,16 @@ Suite *make_pagemap_suite(void);
 Suite *make_pageheap_suite(void);
 Suite *make_central_suite(void);
 Suite *make_tcache_suite(void);
+Suite *make_journal_suite(void);
+Suite *make_lock_suite(void);
+Suite *make_libc_suite(void);
 Suite *make_stress_suite(void);
 Suite *make_fork_suite(void);
+Suite *make_lifecycle_suite(void);
+/* tests/check_crashpoints: deaths anywhere, and at named crash points
+ * (debug builds). */
 Suite *make_crash_suite(void);
 Suite *make_recovery_suite(void);
-Suite *make_lifecycle_suite(void);
-/* tests/check_crashpoints (debug builds): deaths at named crash points. */
 Suite *make_crash_points_suite(void);
 Suite *make_recovery_points_suite(void);
 

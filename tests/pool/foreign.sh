@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
-# Programs that bring their own allocator (tests/foreign.c, linked to
+# Programs that bring their own allocator (tests/pool/foreign.c, linked to
 # jemalloc, mimalloc and tcmalloc_minimal) on LD_PRELOAD=libshmpool.so,
 # with SHMPOOL_MODE unset, process and children: each mixes its
 # allocator's own entry points with the standard ones on each other's

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "check_pool.h"
-#include "pattern.h"
+#include "../programs/pattern.h"
 #include "shmpool.h"
 
 #define STRESS_ARENA ((size_t)256 << 20)

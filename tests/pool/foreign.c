@@ -4,7 +4,7 @@
  * hands blocks from that allocator's own entry points to the standard
  * ones and back, for sizes from a byte to past the pool's classes, writing
  * every byte each block is said to hold; then it forks, and the child does
- * it all again and frees blocks its parent allocated.  tests/foreign.sh
+ * it all again and frees blocks its parent allocated.  tests/pool/foreign.sh
  * runs it with and without LD_PRELOAD=libshmpool.so, in every mode.
  *
  * Prints where a fresh malloc landed in the parent and in the child

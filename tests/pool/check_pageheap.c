@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "check_pool.h"
-#include "pattern.h"
+#include "../programs/pattern.h"
 #include "pool-internal.h"
 
 static uint32_t take(uint32_t npages)

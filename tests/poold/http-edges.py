@@ -2,7 +2,7 @@
 """What poold answers to four hostile-client cases, and when, against a running
 server: a TLS ClientHello on the plain port, a request target longer than
 the header limit, a body trickled at 1 byte a second, and a keep-alive
-connection left idle.  Usage: tests/http-edges.py PORT (on 127.0.0.1);
+connection left idle.  Usage: tests/poold/http-edges.py PORT (on 127.0.0.1);
 prints one line per case with the status (or the close) and the time it
 took.  The slow body and the idle case take poold's timeouts: about 10 and
 15 s at the defaults.  Python 3 standard library only."""
@@ -11,7 +11,7 @@ if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help"):
     print(__doc__)
     sys.exit(0)
 if len(sys.argv) != 2 or not sys.argv[1].isdigit() or not 0 < int(sys.argv[1]) < 65536:
-    print("usage: tests/http-edges.py PORT (poold listening on 127.0.0.1:PORT)", file=sys.stderr)
+    print("usage: tests/poold/http-edges.py PORT (poold listening on 127.0.0.1:PORT)", file=sys.stderr)
     sys.exit(2)
 port = int(sys.argv[1])
 def conn():

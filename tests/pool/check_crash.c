@@ -24,8 +24,9 @@
 #include <unistd.h>
 
 #include "check_pool.h"
-#include "pattern.h"
+#include "../programs/pattern.h"
 #include "pool-internal.h"
+#include "spawn.h"
 
 #define SMALL_A 96
 #define SMALL_B 8192
@@ -111,18 +112,10 @@ static unsigned churn(uint64_t salt, unsigned rounds)
  * whose return value is its exit status. */
 static pid_t spawn(int (*fn)(void *), void *arg, const char *crash)
 {
-    pid_t pid = fork();
+    pid_t pid = test_spawn(20, true, crash);
     ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        if (crash != NULL)
-            setenv("SHMPOOL_CRASH", crash, 1);
-        else
-            unsetenv("SHMPOOL_CRASH");
-        alarm(20); /* a child that hangs dies rather than stall the suite */
-        if (pool_attach() != 0)
-            _exit(1);
+    if (pid == 0)
         _exit(fn(arg));
-    }
     return pid;
 }
 
@@ -718,15 +711,13 @@ Suite *make_crash_suite(void)
     Suite *s = suite_create("crash");
     TCase *tc = tcase_create("reap");
     tcase_add_checked_fixture(tc, pool_test_create, pool_test_destroy);
-    if (!POOL_CONFIG_SPINLOCK) {
-        tcase_add_test(tc, test_kill_anywhere_then_reap);
-        tcase_add_test(tc, test_reap_refuses);
-        tcase_add_test(tc, test_neighbours_reclaimed);
-        tcase_add_test(tc, test_adopted_block_survives);
-        tcase_add_test(tc, test_stalled_lock_reported);
-        tcase_add_test(tc, test_stopped_pageheap_holder);
-        tcase_add_test(tc, test_stats_show_reaps);
-    }
+    tcase_add_test(tc, test_kill_anywhere_then_reap);
+    tcase_add_test(tc, test_reap_refuses);
+    tcase_add_test(tc, test_neighbours_reclaimed);
+    tcase_add_test(tc, test_adopted_block_survives);
+    tcase_add_test(tc, test_stalled_lock_reported);
+    tcase_add_test(tc, test_stopped_pageheap_holder);
+    tcase_add_test(tc, test_stats_show_reaps);
     tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);
     return s;
