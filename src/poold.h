@@ -2,9 +2,9 @@
  *
  * The server is a master (master.c) that forks worker processes (worker.c);
  * a worker is one libevent loop over its connections (conn.c), which frame
- * requests (http.c) and answer them (routes.c).  With -w N each of N
- * processes runs one worker; with --threads N one process runs N workers,
- * a thread each, on the same code.  config.c parses the command
+ * requests (http.c) and answer them (routes.c, with /heavy's map in
+ * heavy.c).  With -w N each of N processes runs one worker; with
+ * --threads N one process runs N workers, a thread each, on the same code.  config.c parses the command
  * line, log.c formats every log line, alloc.c is the only door to the pool,
  * srvstats.c holds the per-worker counters shared with every process;
  * region.c is the per-request region allocator (region.h).
