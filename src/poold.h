@@ -2,12 +2,13 @@
  *
  * The server is a master (master.c) that forks worker processes (worker.c);
  * a worker is one libevent loop over its connections (conn.c), which frame
- * requests (http.c) and answer them (routes.c, with /heavy's map in
- * heavy.c).  With -w N each of N processes runs one worker; with
- * --threads N one process runs N workers, a thread each, on the same code.  config.c parses the command
- * line, log.c formats every log line, alloc.c is the only door to the pool,
- * srvstats.c holds the per-worker counters shared with every process;
- * region.c is the per-request region allocator (region.h).
+ * requests (http.c) and answer them (routes.c, with the heads of response.c
+ * and /heavy's map in heavy.c).  With -w N each of N processes runs one
+ * worker; with --threads N one process runs N workers, a thread each, on
+ * the same code.  config.c parses the command line, log.c formats every
+ * log line, alloc.c is the only door to the pool, srvstats.c holds the
+ * per-worker counters shared with every process; region.c is the
+ * per-request region allocator (region.h).
  *
  * Every function is named pd_..., static ones too (pd_conn_flush is
  * conn.c's own): a name says it is the server's, its linkage says who may
@@ -237,7 +238,7 @@ static inline void pd_stat_sub(uint64_t *field, uint64_t n)
 }
 
 /* ------------------------------------------------------------------------ */
-/* http.c — request framing on top of http-parser, response heads            */
+/* http.c — request framing on top of http-parser                            */
 /* ------------------------------------------------------------------------ */
 
 typedef struct pd_header_s {
@@ -318,6 +319,10 @@ typedef struct pd_chunked_s {
  * (framing error) or 413 (data over max_body). */
 int pd_chunked_feed(pd_chunked_t *ck, const char *p, size_t len, uint64_t max_body,
                     size_t max_trailer, size_t *used, int *status);
+
+/* ------------------------------------------------------------------------ */
+/* response.c — response heads                                               */
+/* ------------------------------------------------------------------------ */
 
 /* Refresh the calling thread's cached Date value from now; each worker
  * calls it once a second. */
