@@ -364,14 +364,14 @@ typedef struct pd_route_ctx_s {
                                malloc and free */
 } pd_route_ctx_t;
 
-/* Answer a parsed request: append the whole response to out.  Unknown
- * path → 404, a method other than GET and HEAD → 405 with Allow.  /heavy
- * out of memory before it wrote anything → 500 with "Connection: close":
- * the caller must then close the connection once it is sent.  Returns the
- * status sent, or PD_ERROR when out of memory with a response half
- * written. */
+/* Answer a parsed request: append the whole response to out, and its
+ * status to *status.  Unknown path → 404, a method other than GET and
+ * HEAD → 405 with Allow.  /heavy out of memory before it wrote anything →
+ * 500 with "Connection: close": the caller must then close the connection
+ * once it is sent.  Returns PD_OK, or PD_ERROR when out of memory with a
+ * response half written. */
 int pd_route_dispatch(const pd_request_t *req, const pd_route_ctx_t *ctx,
-                      struct evbuffer *out);
+                      struct evbuffer *out, int *status);
 
 /* Allocations /heavy makes for a request with nheaders header fields:
  * node, key and value per request header, the bucket array, node, key and
@@ -430,15 +430,12 @@ typedef struct pd_worker_s {
                                    every dispatch, so one per worker too, and
                                    its blocks stay hot in the cache */
     TAILQ_HEAD(pd_idle_q, pd_conn_s) idle;  /* idle connections, longest idle first */
-    int nconns;
+    int nconns;                 /* open: conn.c counts them, the worker's
+                                   loop watches them go while it stops */
     int nidle;                  /* connections in the idle queue */
     uint64_t accept_round;      /* accept callbacks run so far */
     bool stopping;              /* told to stop: finish and exit */
 } pd_worker_t;
-
-/* Called after a connection closed: ends the loop when the worker is
- * stopping and that was its last connection. */
-void pd_worker_conn_gone(pd_worker_t *w);
 
 /* Everything worker process `proc` does in the child the master forked
  * (master is the master's pid): attach to the allocator, ask for SIGTERM

@@ -35,7 +35,7 @@ static bool pd_head_only(const pd_request_t *req)
     return req->method == HTTP_HEAD;
 }
 
-/* A complete response with a small body. */
+/* A complete response with a small body.  Returns PD_OK or PD_ERROR. */
 static int pd_respond(const pd_request_t *req, const pd_route_ctx_t *ctx,
                       struct evbuffer *out, int status, const char *ctype,
                       const char *body, size_t len)
@@ -45,7 +45,7 @@ static int pd_respond(const pd_request_t *req, const pd_route_ctx_t *ctx,
         return PD_ERROR;
     if (!pd_head_only(req) && evbuffer_add(out, body, len) != 0)
         return PD_ERROR;
-    return status;
+    return PD_OK;
 }
 
 static int pd_route_root(const pd_request_t *req, const pd_route_ctx_t *ctx,
@@ -128,7 +128,7 @@ static int pd_route_stats(const pd_request_t *req, const pd_route_ctx_t *ctx,
         goto fail;
     if (!pd_head_only(req) && evbuffer_add_buffer(out, body) != 0)
         goto fail;
-    rc = 200;
+    rc = PD_OK;
 fail:
     if (alloc != small)
         free(alloc);
@@ -290,7 +290,7 @@ fail:
 /* ======================================================================== */
 
 int pd_route_dispatch(const pd_request_t *req, const pd_route_ctx_t *ctx,
-                      struct evbuffer *out)
+                      struct evbuffer *out, int *status)
 {
     static const char allow[] = "Allow: GET, HEAD\r\n\r\n";
     static const char not_found[] = "404 Not Found\n";
@@ -312,32 +312,38 @@ int pd_route_dispatch(const pd_request_t *req, const pd_route_ctx_t *ctx,
     else
         route = R_NONE;
 
+    *status = 404;
     if (route == R_NONE)
         return pd_respond(req, ctx, out, 404, PD_TEXT, not_found, sizeof(not_found) - 1);
+    *status = 405;
     if (req->method != HTTP_GET && req->method != HTTP_HEAD) {
         if (pd_http_write_head(out, 405, PD_TEXT, sizeof(not_allowed) - 1, ctx->keep_alive,
                                req->version_minor == 0, true) != PD_OK ||
             evbuffer_add(out, allow, sizeof(allow) - 1) != 0 ||
             evbuffer_add(out, not_allowed, sizeof(not_allowed) - 1) != 0)
             return PD_ERROR;
-        return 405;
+        return PD_OK;
     }
+    *status = 200;
     switch (route) {
     case R_ROOT:
         return pd_route_root(req, ctx, out);
     case R_PLAINTEXT:
         return pd_route_plaintext(req, ctx, out);
     case R_HEAVY:
-        if (pd_route_heavy_scale(req, &scale) != PD_OK)
+        if (pd_route_heavy_scale(req, &scale) != PD_OK) {
+            *status = 400;
             return pd_respond(req, ctx, out, 400, PD_TEXT, bad_scale, sizeof(bad_scale) - 1);
+        }
         before = evbuffer_get_length(out);
         if (pd_route_heavy(req, ctx, scale, out, &allocs) == PD_OK)
-            return 200;
+            return PD_OK;
         /* Out of memory before the first byte of the response: there is
          * still room to say so. */
+        *status = 500;
         if (evbuffer_get_length(out) == before &&
             pd_http_write_error(out, 500, pd_head_only(req)) == PD_OK)
-            return 500;
+            return PD_OK;
         return PD_ERROR;
     default:
         return pd_route_stats(req, ctx, out);

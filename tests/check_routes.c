@@ -84,7 +84,8 @@ static int dispatch_ctx(const char *head, const pd_route_ctx_t *c)
     size_t n;
 
     ck_assert_int_eq(pd_http_parse_head(&req, &parser, head, strlen(head), &lim), 0);
-    status = pd_route_dispatch(&req, c, out);
+    if (pd_route_dispatch(&req, c, out, &status) != PD_OK)
+        status = PD_ERROR;
     n = evbuffer_remove(out, resp, sizeof(resp) - 1);
     resp[n] = '\0';
     ck_assert_uint_eq(evbuffer_get_length(out), 0);
@@ -534,7 +535,8 @@ START_TEST(test_heavy_oom)
         ck_assert_int_eq(evbuffer_expand(out, 65536), 0);
         before = live - region_blocks(rctx.region);
         fail_after = k;
-        status = pd_route_dispatch(&req, &rctx, out);
+        if (pd_route_dispatch(&req, &rctx, out, &status) != PD_OK)
+            status = PD_ERROR;
         fail_after = -1;
         if (rctx.region != NULL)
             pd_region_reset(rctx.region);
