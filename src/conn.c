@@ -318,7 +318,6 @@ void pd_conn_close(pd_conn_t *c)
     w->nconns--;
     pd_stat_sub(&w->stats->xconnections, 1);
     free(c);
-    pd_worker_conn_gone(w);
 }
 
 /* Everything is sent: stop writing, keep draining the client briefly.
@@ -417,7 +416,6 @@ static int pd_conn_read_head(pd_conn_t *c)
     size_t hlen;
     bool has_body;
     int status;
-    int sent;
     int rc;
 
     buf = (const char *)evbuffer_pullup(c->in, (ev_ssize_t)want);
@@ -469,17 +467,17 @@ static int pd_conn_read_head(pd_conn_t *c)
             return PD_ERROR;
         }
     }
-    sent = pd_route_dispatch(req, &ctx, dst);
+    rc = pd_route_dispatch(req, &ctx, dst, &status);
     /* The response is in dst by now: nothing points into the region. */
     if (w->region != NULL)
         pd_region_reset(w->region);
-    if (sent == PD_ERROR) {
+    if (rc != PD_OK) {
         /* A half-written response cannot be taken back out of the buffer. */
         pd_log(PD_LOG_WARN, ENOMEM, "fd %d: cannot build a response", c->fd);
         pd_conn_close(c);
         return PD_ERROR;
     }
-    if (sent == 500) {
+    if (status == 500) {
         pd_log(PD_LOG_WARN, ENOMEM, "fd %d: out of memory, answered 500", c->fd);
         ctx.keep_alive = false;     /* the 500 said "Connection: close" */
     }

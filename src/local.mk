@@ -5,8 +5,8 @@
 noinst_LTLIBRARIES += src/libpd.la
 src_libpd_la_SOURCES = \
 	src/poold.h src/config.c src/log.c src/alloc.c src/master.c \
-	src/worker.c src/conn.c src/http.c src/routes.c src/srvstats.c \
-	src/region.h src/region.c
+	src/worker.c src/conn.c src/http.c src/response.c src/routes.c \
+	src/heavy.h src/heavy.c src/srvstats.c src/region.h src/region.c
 src_libpd_la_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS)
 src_libpd_la_LIBADD = $(LIBEVENT_LIBS) $(HTTP_PARSER_LIBS)
 

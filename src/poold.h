@@ -2,12 +2,13 @@
  *
  * The server is a master (master.c) that forks worker processes (worker.c);
  * a worker is one libevent loop over its connections (conn.c), which frame
- * requests (http.c) and answer them (routes.c).  With -w N each of N
- * processes runs one worker; with --threads N one process runs N workers,
- * a thread each, on the same code.  config.c parses the command
- * line, log.c formats every log line, alloc.c is the only door to the pool,
- * srvstats.c holds the per-worker counters shared with every process;
- * region.c is the per-request region allocator (region.h).
+ * requests (http.c) and answer them (routes.c, with the heads of response.c
+ * and /heavy's map in heavy.c).  With -w N each of N processes runs one
+ * worker; with --threads N one process runs N workers, a thread each, on
+ * the same code.  config.c parses the command line, log.c formats every
+ * log line, alloc.c is the only door to the pool, srvstats.c holds the
+ * per-worker counters shared with every process; region.c is the
+ * per-request region allocator (region.h).
  *
  * Every function is named pd_..., static ones too (pd_conn_flush is
  * conn.c's own): a name says it is the server's, its linkage says who may
@@ -237,7 +238,7 @@ static inline void pd_stat_sub(uint64_t *field, uint64_t n)
 }
 
 /* ------------------------------------------------------------------------ */
-/* http.c — request framing on top of http-parser, response heads            */
+/* http.c — request framing on top of http-parser                            */
 /* ------------------------------------------------------------------------ */
 
 typedef struct pd_header_s {
@@ -319,6 +320,10 @@ typedef struct pd_chunked_s {
 int pd_chunked_feed(pd_chunked_t *ck, const char *p, size_t len, uint64_t max_body,
                     size_t max_trailer, size_t *used, int *status);
 
+/* ------------------------------------------------------------------------ */
+/* response.c — response heads                                               */
+/* ------------------------------------------------------------------------ */
+
 /* Refresh the calling thread's cached Date value from now; each worker
  * calls it once a second. */
 void pd_http_date_update(time_t now);
@@ -359,14 +364,14 @@ typedef struct pd_route_ctx_s {
                                malloc and free */
 } pd_route_ctx_t;
 
-/* Answer a parsed request: append the whole response to out.  Unknown
- * path → 404, a method other than GET and HEAD → 405 with Allow.  /heavy
- * out of memory before it wrote anything → 500 with "Connection: close":
- * the caller must then close the connection once it is sent.  Returns the
- * status sent, or PD_ERROR when out of memory with a response half
- * written. */
+/* Answer a parsed request: append the whole response to out, and its
+ * status to *status.  Unknown path → 404, a method other than GET and
+ * HEAD → 405 with Allow.  /heavy out of memory before it wrote anything →
+ * 500 with "Connection: close": the caller must then close the connection
+ * once it is sent.  Returns PD_OK, or PD_ERROR when out of memory with a
+ * response half written. */
 int pd_route_dispatch(const pd_request_t *req, const pd_route_ctx_t *ctx,
-                      struct evbuffer *out);
+                      struct evbuffer *out, int *status);
 
 /* Allocations /heavy makes for a request with nheaders header fields:
  * node, key and value per request header, the bucket array, node, key and
@@ -425,15 +430,12 @@ typedef struct pd_worker_s {
                                    every dispatch, so one per worker too, and
                                    its blocks stay hot in the cache */
     TAILQ_HEAD(pd_idle_q, pd_conn_s) idle;  /* idle connections, longest idle first */
-    int nconns;
+    int nconns;                 /* open: conn.c counts them, the worker's
+                                   loop watches them go while it stops */
     int nidle;                  /* connections in the idle queue */
     uint64_t accept_round;      /* accept callbacks run so far */
     bool stopping;              /* told to stop: finish and exit */
 } pd_worker_t;
-
-/* Called after a connection closed: ends the loop when the worker is
- * stopping and that was its last connection. */
-void pd_worker_conn_gone(pd_worker_t *w);
 
 /* Everything worker process `proc` does in the child the master forked
  * (master is the master's pid): attach to the allocator, ask for SIGTERM

@@ -1,10 +1,10 @@
 /* poold — the four routes.
  *
  * "/" names the allocator, worker and pid; "/plaintext" is the cheapest
- * possible answer (no heap allocation of its own); "/heavy" is the
- * allocation-heavy workload the allocators are measured on (from malloc,
- * or from the worker's request region with --request-region; "?n=K"
- * makes its map K times bigger); "/stats"
+ * possible answer (no heap allocation of its own); "/heavy" renders the
+ * allocation-heavy workload the allocators are measured on (heavy.c's
+ * map, from malloc or from the worker's request region with
+ * --request-region; "?n=K" makes its map K times bigger); "/stats"
  * reports every worker's counters, the allocator's, and whether regions
  * are on.  pd_route_dispatch is the entry.
  */
@@ -15,6 +15,7 @@
 
 #include <event2/buffer.h>
 
+#include "heavy.h"
 #include "poold.h"
 
 #define PD_JSON "application/json"
@@ -34,7 +35,7 @@ static bool pd_head_only(const pd_request_t *req)
     return req->method == HTTP_HEAD;
 }
 
-/* A complete response with a small body. */
+/* A complete response with a small body.  Returns PD_OK or PD_ERROR. */
 static int pd_respond(const pd_request_t *req, const pd_route_ctx_t *ctx,
                       struct evbuffer *out, int status, const char *ctype,
                       const char *body, size_t len)
@@ -44,7 +45,7 @@ static int pd_respond(const pd_request_t *req, const pd_route_ctx_t *ctx,
         return PD_ERROR;
     if (!pd_head_only(req) && evbuffer_add(out, body, len) != 0)
         return PD_ERROR;
-    return status;
+    return PD_OK;
 }
 
 static int pd_route_root(const pd_request_t *req, const pd_route_ctx_t *ctx,
@@ -127,7 +128,7 @@ static int pd_route_stats(const pd_request_t *req, const pd_route_ctx_t *ctx,
         goto fail;
     if (!pd_head_only(req) && evbuffer_add_buffer(out, body) != 0)
         goto fail;
-    rc = 200;
+    rc = PD_OK;
 fail:
     if (alloc != small)
         free(alloc);
@@ -139,139 +140,25 @@ fail:
 /* /heavy                                                                    */
 /* ======================================================================== */
 
-/* Allocations per request, the contract documented in poold(8):
- *     3 per request header field   (node, key, value)
- *   + 1                             (bucket array, 512 bytes)
- *   + 3 * PD_HEAVY_LINES = 90       (node, key, value per response line)
- *   + 1                             (the 1 KiB render buffer)
- * = 3 * headers + 92.  Nodes are 104 bytes and response values 65..112, so
- * most allocations land between 64 and 128 bytes, where web servers'
- * header maps put them.
- *
- * /heavy?n=K scales the map: K times the generated lines (the first
- * PD_HEAVY_LINES still make the response head, the others follow the
- * echoed fields in the body, so no client meets a head of megabytes) and
- * K times the buckets, so the count is 3 * headers + 2 + 90 * K.  It is
- * there for bursts that make one worker's heap grow and shrink again
- * (bench/ab's footprint pass); plain /heavy stays the fixed workload.
- *
- * With --request-region the same code allocates from the worker's request
- * region and its frees do nothing: the caller resets the region after the
- * request.  Only pd_heavy_malloc and pd_heavy_free know which it is, so
- * the two arms of the comparison differ in nothing else. */
+/* The map (heavy.c) takes its blocks from malloc and free, or with
+ * --request-region from the worker's request region, whose frees do
+ * nothing: the caller resets the region after the request. */
 
-#define PD_HEAVY_BUCKETS 64
-#define PD_HEAVY_BUF 1024
-
-typedef struct pd_hnode_s {
-    struct pd_hnode_s *next;    /* bucket chain */
-    struct pd_hnode_s *order;   /* insertion order: rendering is deterministic */
-    char *key;                  /* separate allocations, as a real map keeps them */
-    char *value;
-    size_t klen;
-    size_t vlen;
-    uint64_t hash;
-    char prefix[48];            /* lower-cased key start: cheap compares, and
-                                   it puts the node in the 96..112-byte class */
-} pd_hnode_t;
-
-_Static_assert(sizeof(pd_hnode_t) >= 96 && sizeof(pd_hnode_t) <= 112,
-               "/heavy nodes must stay in the 96..112-byte range");
-
-typedef struct pd_hmap_s {
-    pd_hnode_t **buckets;
-    size_t nbuckets;            /* PD_HEAVY_BUCKETS times the scale */
-    pd_hnode_t *first;
-    pd_hnode_t **tail;
-    unsigned *allocs;
-    pd_region_t *region;        /* NULL: malloc and free */
-} pd_hmap_t;
-
-static void *pd_heavy_malloc(pd_hmap_t *m, size_t n)
+static void *pd_heavy_malloc_fn(void *arg, size_t n)
 {
-    void *p = m->region != NULL ? pd_region_alloc(m->region, n) : malloc(n);
-
-    if (p != NULL)
-        (*m->allocs)++;
-    return p;
+    (void)arg;
+    return malloc(n);
 }
 
-static void pd_heavy_free(pd_hmap_t *m, void *p)
+static void pd_heavy_free_fn(void *arg, void *p)
 {
-    if (m->region == NULL)
-        free(p);
+    (void)arg;
+    free(p);
 }
 
-static uint64_t pd_heavy_hash(const char *s, size_t n)
+static void *pd_heavy_region_fn(void *arg, size_t n)
 {
-    uint64_t h = 14695981039346656037ull;   /* FNV-1a over the lower-cased key */
-
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-
-        h = (h ^ (c >= 'A' && c <= 'Z' ? c + 32 : c)) * 1099511628211ull;
-    }
-    return h;
-}
-
-static char *pd_heavy_strdup(pd_hmap_t *m, const char *s, size_t n)
-{
-    char *p = pd_heavy_malloc(m, n + 1);
-
-    if (p != NULL) {
-        memcpy(p, s, n);
-        p[n] = '\0';
-    }
-    return p;
-}
-
-/* Insert a copy of key and value (a multimap: repeated fields stay
- * separate, so the allocation count does not depend on their names). */
-static int pd_hmap_add(pd_hmap_t *m, const char *k, size_t kn, const char *v, size_t vn)
-{
-    pd_hnode_t *node = pd_heavy_malloc(m, sizeof(*node));
-    size_t b;
-
-    if (node == NULL)
-        return PD_ERROR;
-    memset(node, 0, sizeof(*node));
-    node->key = pd_heavy_strdup(m, k, kn);
-    node->value = pd_heavy_strdup(m, v, vn);
-    if (node->key == NULL || node->value == NULL) {
-        pd_heavy_free(m, node->key);
-        pd_heavy_free(m, node->value);
-        pd_heavy_free(m, node);
-        return PD_ERROR;
-    }
-    node->klen = kn;
-    node->vlen = vn;
-    node->hash = pd_heavy_hash(k, kn);
-    for (size_t i = 0; i < kn && i < sizeof(node->prefix) - 1; i++) {
-        unsigned char c = (unsigned char)k[i];
-
-        node->prefix[i] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
-    }
-    b = node->hash % m->nbuckets;
-    node->next = m->buckets[b];
-    m->buckets[b] = node;
-    *m->tail = node;
-    m->tail = &node->order;
-    return PD_OK;
-}
-
-static void pd_hmap_free(pd_hmap_t *m)
-{
-    pd_hnode_t *n = m->first;
-
-    while (n != NULL) {
-        pd_hnode_t *next = n->order;
-
-        pd_heavy_free(m, n->key);
-        pd_heavy_free(m, n->value);
-        pd_heavy_free(m, n);
-        n = next;
-    }
-    pd_heavy_free(m, m->buckets);
+    return pd_region_alloc(arg, n);
 }
 
 /* Output through a fixed buffer: the count of allocations must not depend
@@ -313,19 +200,6 @@ static void pd_render_field(pd_render_t *r, const char *k, size_t kn, const char
     pd_render(r, eol, strlen(eol));
 }
 
-/* The i-th generated response value: 64 to 111 characters, deterministic. */
-static size_t pd_heavy_value(char *buf, int i, const pd_route_ctx_t *ctx, unsigned nh)
-{
-    static const char fill[] = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                               "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
-    size_t want = 64 + (size_t)(i * 7) % 48;
-    int n = snprintf(buf, 128, "line=%d;worker=%d;headers=%u;", i, ctx->worker_index, nh);
-
-    memcpy(buf + n, fill, want - (size_t)n);
-    buf[want] = '\0';
-    return want;
-}
-
 int pd_route_heavy_scale(const pd_request_t *req, unsigned *scale)
 {
     const char *q = req->path + req->path_len;
@@ -356,71 +230,48 @@ int pd_route_heavy_scale(const pd_request_t *req, unsigned *scale)
 int pd_route_heavy(const pd_request_t *req, const pd_route_ctx_t *ctx, unsigned scale,
                    struct evbuffer *out, unsigned *allocs)
 {
-    pd_hmap_t m = {NULL, PD_HEAVY_BUCKETS * (size_t)scale, NULL, NULL, allocs, ctx->region};
+    const pd_heavy_alloc_t alloc = ctx->region != NULL ?
+        (pd_heavy_alloc_t){pd_heavy_region_fn, NULL, ctx->region} :
+        (pd_heavy_alloc_t){pd_heavy_malloc_fn, pd_heavy_free_fn, NULL};
+    pd_hmap_t m;
     pd_render_t r = {out, NULL, 0, PD_OK};
-    const int lines = PD_HEAVY_LINES * (int)scale;
     pd_hnode_t *body_lines = NULL;
     uint64_t body_len = 0;
+    unsigned i = 0;
     int rc = PD_ERROR;
 
-    *allocs = 0;
-    m.tail = &m.first;
-    m.buckets = pd_heavy_malloc(&m, m.nbuckets * sizeof(*m.buckets));
-    if (m.buckets == NULL)
-        return PD_ERROR;
-    memset(m.buckets, 0, m.nbuckets * sizeof(*m.buckets));
-
-    for (unsigned i = 0; i < req->nheaders; i++) {
-        const pd_header_t *h = &req->headers[i];
-
-        if (pd_hmap_add(&m, h->name, h->nlen, h->value, h->vlen) != PD_OK)
-            goto fail;
-        body_len += h->nlen + 2 + h->vlen + 1;
-    }
-    for (int i = 0; i < lines; i++) {
-        char key[16], value[128];
-        int kn = snprintf(key, sizeof(key), "X-Heavy-%02d", i);
-        size_t vn = pd_heavy_value(value, i, ctx, req->nheaders);
-
-        if (pd_hmap_add(&m, key, (size_t)kn, value, vn) != PD_OK)
-            goto fail;
-        if (i >= PD_HEAVY_LINES)
-            body_len += (size_t)kn + 2 + vn + 1;
-    }
-
-    r.buf = pd_heavy_malloc(&m, PD_HEAVY_BUF);
-    if (r.buf == NULL)
+    if (pd_heavy_build(&m, &alloc, req->headers, req->nheaders, ctx->worker_index,
+                       scale) != PD_OK)
         goto fail;
+    r.buf = m.buf;
+    /* The body echoes the request's fields and, at a scale above 1, the
+     * generated lines beyond the head's: the map's entries after the
+     * request's, of which the first PD_HEAVY_LINES go in the head. */
+    for (pd_hnode_t *n = m.first; n != NULL; n = n->order, i++)
+        if (i < req->nheaders || i >= req->nheaders + PD_HEAVY_LINES)
+            body_len += n->klen + 2 + n->vlen + 1;
     if (pd_http_write_head(out, 200, PD_TEXT, body_len, ctx->keep_alive,
                            req->version_minor == 0, true) != PD_OK)
         goto fail;
-    /* The generated lines are the map's entries after the request's; the
-     * first PD_HEAVY_LINES of them go in the head. */
     {
         pd_hnode_t *n = m.first;
 
-        for (unsigned i = 0; i < req->nheaders; i++)
+        for (i = 0; i < req->nheaders; i++)
             n = n->order;
-        for (int i = 0; i < PD_HEAVY_LINES; i++, n = n->order)
+        for (int k = 0; k < PD_HEAVY_LINES; k++, n = n->order)
             pd_render_field(&r, n->key, n->klen, n->value, n->vlen, "\r\n");
         pd_render(&r, "\r\n", 2);
         body_lines = n;
     }
     if (!pd_head_only(req)) {
-        unsigned i = 0;
-
-        /* The body echoes the request's fields, found again through the
-         * map so that the lookups are part of the work. */
+        i = 0;
+        /* The request's fields are found again through the map so that
+         * the lookups are part of the work. */
         for (pd_hnode_t *n = m.first; n != NULL && i < req->nheaders; n = n->order, i++) {
-            pd_hnode_t *found = m.buckets[n->hash % m.nbuckets];
+            pd_hnode_t *found = pd_heavy_find(&m, n);
 
-            while (found != NULL && found != n &&
-                   !(found->hash == n->hash && strcmp(found->prefix, n->prefix) == 0 &&
-                     found->klen == n->klen && strcasecmp(found->key, n->key) == 0))
-                found = found->next;
             pd_render_field(&r, found->key, found->klen, n->value, n->vlen, "\n");
         }
-        /* At a scale above 1, the generated lines beyond the head's. */
         for (pd_hnode_t *n = body_lines; n != NULL; n = n->order)
             pd_render_field(&r, n->key, n->klen, n->value, n->vlen, "\n");
     }
@@ -429,8 +280,8 @@ int pd_route_heavy(const pd_request_t *req, const pd_route_ctx_t *ctx, unsigned 
     if (r.rc == PD_OK)
         rc = PD_OK;
 fail:
-    pd_heavy_free(&m, r.buf);
-    pd_hmap_free(&m);
+    pd_heavy_release(&m);
+    *allocs = m.allocs;
     return rc;
 }
 
@@ -439,7 +290,7 @@ fail:
 /* ======================================================================== */
 
 int pd_route_dispatch(const pd_request_t *req, const pd_route_ctx_t *ctx,
-                      struct evbuffer *out)
+                      struct evbuffer *out, int *status)
 {
     static const char allow[] = "Allow: GET, HEAD\r\n\r\n";
     static const char not_found[] = "404 Not Found\n";
@@ -461,32 +312,38 @@ int pd_route_dispatch(const pd_request_t *req, const pd_route_ctx_t *ctx,
     else
         route = R_NONE;
 
+    *status = 404;
     if (route == R_NONE)
         return pd_respond(req, ctx, out, 404, PD_TEXT, not_found, sizeof(not_found) - 1);
+    *status = 405;
     if (req->method != HTTP_GET && req->method != HTTP_HEAD) {
         if (pd_http_write_head(out, 405, PD_TEXT, sizeof(not_allowed) - 1, ctx->keep_alive,
                                req->version_minor == 0, true) != PD_OK ||
             evbuffer_add(out, allow, sizeof(allow) - 1) != 0 ||
             evbuffer_add(out, not_allowed, sizeof(not_allowed) - 1) != 0)
             return PD_ERROR;
-        return 405;
+        return PD_OK;
     }
+    *status = 200;
     switch (route) {
     case R_ROOT:
         return pd_route_root(req, ctx, out);
     case R_PLAINTEXT:
         return pd_route_plaintext(req, ctx, out);
     case R_HEAVY:
-        if (pd_route_heavy_scale(req, &scale) != PD_OK)
+        if (pd_route_heavy_scale(req, &scale) != PD_OK) {
+            *status = 400;
             return pd_respond(req, ctx, out, 400, PD_TEXT, bad_scale, sizeof(bad_scale) - 1);
+        }
         before = evbuffer_get_length(out);
         if (pd_route_heavy(req, ctx, scale, out, &allocs) == PD_OK)
-            return 200;
+            return PD_OK;
         /* Out of memory before the first byte of the response: there is
          * still room to say so. */
+        *status = 500;
         if (evbuffer_get_length(out) == before &&
             pd_http_write_error(out, 500, pd_head_only(req)) == PD_OK)
-            return 500;
+            return PD_OK;
         return PD_ERROR;
     default:
         return pd_route_stats(req, ctx, out);

@@ -51,12 +51,6 @@
  * when a failed sibling stopped them instead. */
 static int pd_stop_signal;
 
-void pd_worker_conn_gone(pd_worker_t *w)
-{
-    if (w->stopping && w->nconns == 0)
-        event_base_loopbreak(w->base);
-}
-
 /* Whether the server as a whole has fewer than --max-conns connections
  * per worker open.  The kernel's SO_REUSEPORT hash spreads connections
  * unevenly at the scale of the cap: under wrk -c2000 against -w 2 with no
@@ -163,7 +157,22 @@ static void pd_worker_on_stop(evutil_socket_t fd, short what, void *arg)
     w->lfd = -1;
     event_base_loopexit(w->base, &w->cfg->shutdown_timeout);
     pd_conn_shutdown_all(w);
-    pd_worker_conn_gone(w);
+    /* pd_worker_dispatch takes over: it watches the connections go. */
+    event_base_loopbreak(w->base);
+}
+
+/* Run w's loop until it is told to stop (pd_worker_on_stop breaks it),
+ * then a turn at a time until its last connection is gone or the shutdown
+ * timeout ends the loop.  The worker counts its connections itself, after
+ * each turn, so that conn.c, which closes them, need not call back up here.
+ * Returns PD_OK, or PD_ERROR when libevent failed. */
+static int pd_worker_dispatch(pd_worker_t *w)
+{
+    int rc = event_base_dispatch(w->base);
+
+    while (rc == 0 && w->stopping && w->nconns > 0 && !event_base_got_exit(w->base))
+        rc = event_base_loop(w->base, EVLOOP_ONCE);
+    return rc < 0 ? PD_ERROR : PD_OK;
 }
 
 /* Pin the calling thread -- with -w the whole process -- to w->cpu. */
@@ -232,7 +241,7 @@ static int pd_worker_loop(const pd_config_t *cfg, int index, int slot, int lfd, 
      * going, so a death from here on is replaced at once instead of
      * counting toward its crash-loop back-off. */
     pd_stats_begin(slot, w.pid, w.tid);
-    if (event_base_dispatch(w.base) < 0) {
+    if (pd_worker_dispatch(&w) != PD_OK) {
         pd_log(PD_LOG_ERROR, 0, "worker %d: event loop failed", index);
         goto fail;
     }

@@ -5,10 +5,11 @@
 
 noinst_PROGRAMS += bench/poolbench/poolbench
 # src/region.c, the server's per-request region, is compiled in as the region
-# arm: it needs nothing but the C library.
+# arm, and src/heavy.c, /heavy's map, as the heavy workload's source of
+# sizes: they need nothing but the C library.
 bench_poolbench_poolbench_SOURCES = bench/poolbench/poolbench.c \
 	bench/poolbench/pb-workloads.c bench/poolbench/poolbench.h \
-	src/region.c src/region.h
+	src/region.c src/region.h src/heavy.c src/heavy.h
 bench_poolbench_poolbench_LDADD = shm/libshmpool_core.la
 EXTRA_DIST += bench/poolbench/callgrind.sh bench/poolbench/poolbench-all.sh \
 	bench/poolbench/peers.sh bench/poolbench/rounds.sh

@@ -19,8 +19,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "shmpool.h"
+#include "heavy.h"
 #include "poolbench.h"
+#include "shmpool.h"
 
 int64_t pb_now_ns(void)
 {
@@ -205,52 +206,64 @@ PB_INLINE void random_body(const pb_ops_t *ops, pb_ctx_t *c, size_t max)
 /* heavy                                                                     */
 /* ------------------------------------------------------------------------ */
 
-/* The allocations of one /heavy request as src/routes.c makes them
- * (pd_route_heavy), for the request wrk sends: one header field,
- * "Host: 127.0.0.1:8080".  In allocation order:
- *   512 B      the bucket array (64 pointers)
- *   104, 5, 15 the request field: node (sizeof(pd_hnode_t)), "Host" + NUL,
- *              "127.0.0.1:8080" + NUL
- *   30 x (104, 11, 65..112)  response line i: node, "X-Heavy-NN" + NUL, and
- *              a value of 64 + (7 i mod 48) characters + NUL
- *   1024 B     the render buffer
- * = 3 h + 92 = 95 blocks (poold(8)).  Freed as the handler frees them: the
- * render buffer, then per node in insertion order its key, its value and
- * the node, then the bucket array.  The handler's copying, hashing and
- * rendering are not repeated: only the allocator is measured.  A region
- * frees nothing and is reset at the end of each request. */
-#define HEAVY_LINES 30
-#define HEAVY_FIELDS 1
-#define HEAVY_NODE 104
-#define HEAVY_OBJECTS (3 * HEAVY_FIELDS + 1 + 3 * HEAVY_LINES + 1)
+/* The allocations of one /heavy request, for the request wrk sends: one
+ * header field, "Host: 127.0.0.1:8080".  pb_workloads_init runs the
+ * server's own map (src/heavy.c, pd_heavy_build then pd_heavy_release) once
+ * with an allocator that records each block's size and the order of the
+ * frees; the timed loop replays that record.  So the sizes are the real
+ * ones (a node is sizeof(pd_hnode_t)), and poold(8)'s 3 h + 92 = 95 blocks
+ * are checked at start-up.  The handler's copying, hashing and rendering
+ * are not repeated: only the allocator is measured.  A region frees
+ * nothing and is reset at the end of each request. */
+#define HEAVY_OBJECTS PD_HEAVY_ALLOCS(1)
 
 static size_t heavy_size[HEAVY_OBJECTS];
 static unsigned heavy_free_order[HEAVY_OBJECTS];    /* allocation indices */
 
+typedef struct heavy_record_s {
+    void *block[HEAVY_OBJECTS];
+    unsigned allocs, frees;
+} heavy_record_t;
+
+static void *heavy_record_alloc(void *arg, size_t n)
+{
+    heavy_record_t *rec = arg;
+    void *p;
+
+    if (rec->allocs == HEAVY_OBJECTS || (p = malloc(n)) == NULL)
+        return NULL;
+    heavy_size[rec->allocs] = n;
+    rec->block[rec->allocs++] = p;
+    return p;
+}
+
+static void heavy_record_free(void *arg, void *p)
+{
+    heavy_record_t *rec = arg;
+
+    for (unsigned i = 0; i < rec->allocs && p != NULL; i++)
+        if (rec->block[i] == p) {
+            heavy_free_order[rec->frees++] = i;
+            free(p);
+            return;
+        }
+}
+
 void pb_workloads_init(void)
 {
-    unsigned n = 0, f = 0;
-    unsigned nodes[HEAVY_FIELDS + HEAVY_LINES], nn = 0;
+    static const char name[] = "Host", value[] = "127.0.0.1:8080";
+    const pd_header_t host = { name, value, sizeof name - 1, sizeof value - 1 };
+    heavy_record_t rec = { .allocs = 0 };
+    const pd_heavy_alloc_t record = { heavy_record_alloc, heavy_record_free, &rec };
+    pd_hmap_t m;
+    int rc = pd_heavy_build(&m, &record, &host, 1, 0, 1);
 
-    heavy_size[n++] = 512;
-    nodes[nn++] = n;
-    heavy_size[n++] = HEAVY_NODE;
-    heavy_size[n++] = sizeof "Host";
-    heavy_size[n++] = sizeof "127.0.0.1:8080";
-    for (unsigned i = 0; i < HEAVY_LINES; i++) {
-        nodes[nn++] = n;
-        heavy_size[n++] = HEAVY_NODE;
-        heavy_size[n++] = sizeof "X-Heavy-00";
-        heavy_size[n++] = 64 + (size_t)(i * 7) % 48 + 1;
+    pd_heavy_release(&m);
+    if (rc != PD_OK || rec.allocs != HEAVY_OBJECTS || rec.frees != HEAVY_OBJECTS) {
+        fprintf(stderr, "poolbench: /heavy's map made %u allocations and %u frees, "
+                "not %u\n", rec.allocs, rec.frees, (unsigned)HEAVY_OBJECTS);
+        exit(1);
     }
-    heavy_size[n++] = 1024;
-    heavy_free_order[f++] = n - 1;
-    for (unsigned i = 0; i < nn; i++) {
-        heavy_free_order[f++] = nodes[i] + 1;   /* key */
-        heavy_free_order[f++] = nodes[i] + 2;   /* value */
-        heavy_free_order[f++] = nodes[i];       /* node */
-    }
-    heavy_free_order[f++] = 0;
 }
 
 /* A count that is not a multiple of HEAVY_OBJECTS ends with a partial
@@ -615,7 +628,7 @@ const pb_workload_t pb_workloads[] = {
     { "random8k", "1,000 live blocks of 1 B-8 KiB, a random one replaced",
       PB_ARMS_REGION(random8k), 1000000, 1, 1, false, false, true, true },
     { "heavy", "one /heavy request's 95 blocks (5 B-1 KiB), then all freed",
-      PB_ARMS_REGION(heavy), 95 * 20000, HEAVY_OBJECTS, 1, false, false, true, false },
+      PB_ARMS_REGION(heavy), HEAVY_OBJECTS * 20000, HEAVY_OBJECTS, 1, false, false, true, false },
     { "pingpong", "blocks of 1-256 B allocated here, freed by the next worker",
       PB_ARMS(pingpong), 1000000, 1, 2, false, false, false, false },
     { "prodcons", "blocks of 16 B-1 KiB allocated by worker 0, freed by the others",
