@@ -404,6 +404,47 @@ void pool_journal_save_span_(pool_journal_sh_t *j, pool_span_sh_t *s);
 /* ------------------------------------------------------------------------ */
 
 extern pool_arena_t pool_arena_;
+
+/* Above this the 32-bit page indices of the page map would overflow. */
+#define POOL_MAX_HEAP_SIZE ((size_t)1 << 44)
+
+/* Layout version written into and expected from the header. */
+uint32_t pool_layout_version_(void);
+/* Map a new arena of size bytes (pool_min_heap_size() to
+ * POOL_MAX_HEAP_SIZE; rounded up to whole pages, or to huge pages for
+ * SHMPOOL_HUGEPAGES=hugetlb), write its header but the magic, and point
+ * pool_arena_ into it.  Its locks and tiers are not initialised.  Returns
+ * 0 or the mapping's error (nothing mapped). */
+int pool_arena_map_(size_t size);
+/* A forked child's private copy of everything it may read of what it
+ * inherited: the header and tier state, the span descriptors and page map
+ * of the carved pages, and the pages of every span in use (free spans'
+ * bytes mean nothing), mapped over the whole arena in one step, so nothing
+ * of the shared one stays mapped; its locks are made afresh.  Other
+ * processes go on changing the shared arena while the child copies; none
+ * of them can change a span the parent holds while it waits, so the
+ * parent's objects are copied whole.  A descriptor caught mid-change makes
+ * the walk copy page by page until the next one that starts a span.  Costs
+ * a copy of the bytes in use (see libshmpool(7)); the pages left out read
+ * as zero.  Returns 0 or the mapping's error (the shared arena still
+ * mapped). */
+int pool_arena_copy_(void);
+/* Read another process's arena: point *a into a copy or a mapping of its
+ * first len bytes at map (at least the header and metadata; the data pages
+ * are never read through a).  Nothing is locked or written: shmpool-stat.
+ * Returns 0; EINVAL when map holds no arena (or too little of one); EPROTO
+ * when its layout is another build's. */
+int pool_arena_view_(pool_arena_t *a, void *map, size_t len);
+/* True when p is inside this process's arena mapping (data pages). */
+static inline bool pool_in_arena(const void *p)
+{
+    return (uintptr_t)p - pool_arena_.data < pool_arena_.data_size;
+}
+
+/* ------------------------------------------------------------------------ */
+/* proc.c                                                                    */
+/* ------------------------------------------------------------------------ */
+
 extern pool_proc_state_t pool_proc_state_;
 extern __thread pool_tcache_sh_t *pool_tls_tcache_ __attribute__((tls_model("initial-exec")));
 extern pool_tcache_sh_t pool_empty_tcache_;
@@ -411,14 +452,6 @@ extern pool_tcache_sh_t pool_empty_tcache_;
  * destructors that allocate after ours get the private heap). */
 extern __thread bool pool_tls_exited_ __attribute__((tls_model("initial-exec")));
 
-/* Layout version written into and expected from the header. */
-uint32_t pool_layout_version_(void);
-/* Read another process's arena: point *a into a copy or a mapping of its
- * first len bytes at map (at least the header and metadata; the data pages
- * are never read through a).  Nothing is locked or written: shmpool-stat.
- * Returns 0; EINVAL when map holds no arena (or too little of one); EPROTO
- * when its layout is another build's. */
-int pool_arena_view_(pool_arena_t *a, void *map, size_t len);
 /* Unmap the arena and forget it (tests; the calling process only).  Other
  * threads must not be using the pool. */
 void pool_destroy_(void);
@@ -442,11 +475,6 @@ void pool_attach_children_(void);
  * copy: nothing in it is shared, so reaps and repairs have nothing to do
  * and checks nothing to check. */
 bool pool_arena_copied_(void);
-/* True when p is inside this process's arena mapping (data pages). */
-static inline bool pool_in_arena(const void *p)
-{
-    return (uintptr_t)p - pool_arena_.data < pool_arena_.data_size;
-}
 
 /* ------------------------------------------------------------------------ */
 /* tcache.c                                                                  */
