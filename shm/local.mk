@@ -11,7 +11,7 @@ shm_libshmpool_core_la_SOURCES = \
 	shm/shmpool.h shm/pool-types.h shm/pool-internal.h \
 	shm/prim/prim.h shm/prim/linux.c \
 	shm/sizeclass.c shm/pagemap.c shm/pageheap.c shm/central.c \
-	shm/tcache.c shm/arena.c shm/proc.c shm/lock.c shm/journal.c shm/crash.c shm/reap.c \
+	shm/alloc.h shm/alloc.c shm/tcache.c shm/arena.c shm/proc.c shm/lock.c shm/journal.c shm/crash.c shm/reap.c \
 	shm/stats.c shm/check.c \
 	shm/libc.c
 shm_libshmpool_core_la_CFLAGS = $(POOL_CFLAGS)

@@ -1,8 +1,7 @@
 /* libshmpool — cross-file internals and the inline fast paths.
  *
  * Prototypes are grouped by the file that defines them; names shared across
- * files end in '_'.  The malloc and free fast paths at the end are what
- * override.c and the pool_* entry points inline.
+ * files end in '_'.  The malloc and free fast paths are in alloc.h.
  */
 #ifndef POOL_INTERNAL_H
 #define POOL_INTERNAL_H
@@ -480,11 +479,14 @@ bool pool_arena_copied_(void);
 /* tcache.c                                                                  */
 /* ------------------------------------------------------------------------ */
 
-POOL_NOINLINE void *pool_malloc_slow_(size_t size);
-POOL_NOINLINE void pool_free_slow_(void *p);
-/* Allocate from a class for an over-aligned request (cls from
- * pool_sizeclass_aligned_), or NULL when the process is not attached. */
-void *pool_malloc_class_(unsigned cls);
+/* Pop an object of class cls off the bin, refilling it from the central
+ * cache when empty; NULL when the arena is exhausted. */
+void *pool_tcache_alloc_(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls);
+/* Free p, an object of class cls, into tc's bin (alloc.c's slow path:
+ * the fast path left it unchecked or found it suspect), checked in full;
+ * the bin's most recently freed batch goes back to the central cache
+ * first.  Aborts naming p on a bad or double free. */
+void pool_tcache_free_(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, void *p);
 /* Give every object of the cache back to the central caches. */
 void pool_tcache_flush_(pool_arena_t *a, pool_tcache_sh_t *tc);
 /* Initialise the bins of a slot's cache. */
@@ -567,53 +569,6 @@ static inline void *pool_bin_pop(pool_tcache_sh_t *tc, unsigned cls)
     return pool_bin_take(tc, cls, p);
 }
 
-/* malloc fast path, 20 instructions on x86-64 with the TLS load and the
- * return (18 before the checks; the range test costs 2 over a NULL test,
- * the mark 2 and its clearing 1, the byte-indexed class table wins 2 and
- * the register allocation 1): class from the table, check and pop the
- * bin's head.  One range test sends NULL (an empty bin, every bin
- * of the empty cache, whose size is 0, and class 0 for big requests) and a
- * head outside the arena (a bad link, which the slow path names) to the
- * slow path; then the mark. */
-static inline void *pool_malloc_fast(size_t size)
-{
-    pool_tcache_sh_t *tc = pool_tls_tcache_;
-    unsigned cls = pool_sizeclass_of(size);
-    void *p = tc->bins[cls].head;
-    if (pool_unlikely((uintptr_t)p - tc->base >= tc->size))
-        return pool_malloc_slow_(size);
-    return pool_bin_take(tc, cls, p);
-}
-
-/* free fast path, 24 instructions on x86-64 with the TLS load and the
- * return (19 before the checks: the alignment test costs 2, the mark's
- * test 2 and its store 1): the class byte from the page map, push on the
- * bin.  Pointers outside the arena (NULL, private ones, every
- * pointer in an unattached thread whose cache has size 0), full bins
- * (class 0 has watermark 0), pointers no object of the class starts at (as
- * far as the class's alignment tells) and objects marked as in this cache
- * take the slow path, which checks them in full. */
-static inline void pool_free_fast(void *p)
-{
-    pool_tcache_sh_t *tc = pool_tls_tcache_;
-    uintptr_t off = (uintptr_t)p - tc->base;
-    if (pool_unlikely(off >= tc->size)) {
-        pool_free_slow_(p);
-        return;
-    }
-    unsigned cls = tc->pm_class[off >> POOL_PAGE_SHIFT];
-    pool_bin_t *bin = &tc->bins[cls];
-    if (pool_unlikely(bin->len >= bin->watermark || ((uintptr_t)p & bin->misalign) != 0 ||
-                      *pool_obj_mark(p) == tc)) {
-        pool_free_slow_(p);
-        return;
-    }
-    if (pool_config_debug > 0)
-        pool_debug_on_free_(p);
-    pool_bin_push(tc, bin, p);
-    if (pool_config_stats)
-        tc->stats[cls].frees++;
-}
 
 /* ------------------------------------------------------------------------ */
 /* stats.c                                                                   */
