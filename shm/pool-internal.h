@@ -305,7 +305,7 @@ bool pool_lock_timed_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind,
  * wants it. */
 struct timespec pool_deadline_in_(unsigned ms);
 /* The journal of the lock (kind, arg). */
-pool_journal_sh_t *pool_journal_(pool_arena_t *a, pool_lock_kind_t kind, unsigned arg);
+pool_journal_sh_t *pool_lock_journal_(pool_arena_t *a, pool_lock_kind_t kind, unsigned arg);
 
 /* Life locks: the robust mutex each slot's holder keeps locked for life
  * (pool_slot_sh_t).  Never taken through pool_lock_, never blocked on but
@@ -574,8 +574,6 @@ static inline void *pool_bin_pop(pool_tcache_sh_t *tc, unsigned cls)
 /* stats.c                                                                   */
 /* ------------------------------------------------------------------------ */
 
-/* Current time for wait measurements (stats builds). */
-uint64_t pool_now_ns_(void);
 /* pool_usage of an arena read from outside (pool_arena_view_), without
  * locks: a snapshot of an arena that may be changing. */
 void pool_usage_view_(pool_arena_t *a, pool_usage_t *u);
