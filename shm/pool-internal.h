@@ -35,7 +35,7 @@ static const bool pool_config_spin = POOL_CONFIG_SPINLOCK;
 #define pool_assert_expensive(cond) pool_assert_level_(3, cond)
 
 /* A named point where a test can make the process die (SHMPOOL_CRASH,
- * debug builds only; see crash.c), and the same at every journaled step
+ * debug builds only; see crashpoint.c), and the same at every journaled step
  * of an operation. */
 #if POOL_CONFIG_DEBUG > 0
 #define POOL_CRASH_POINT(name) pool_crash_point_(name)
@@ -240,7 +240,7 @@ static inline uint32_t pool_span_object_index(const pool_arena_t *a, const pool_
 }
 
 /* ------------------------------------------------------------------------ */
-/* crash.c                                                                   */
+/* crashpoint.c                                                              */
 /* ------------------------------------------------------------------------ */
 
 /* Read SHMPOOL_CRASH (debug builds; attach calls it):
@@ -579,7 +579,7 @@ static inline void *pool_bin_pop(pool_tcache_sh_t *tc, unsigned cls)
 void pool_usage_view_(pool_arena_t *a, pool_usage_t *u);
 
 /* ------------------------------------------------------------------------ */
-/* check.c                                                                   */
+/* heapcheck.c                                                               */
 /* ------------------------------------------------------------------------ */
 
 /* pool_check of the arena while other threads use it: the locks are
