@@ -1,44 +1,21 @@
-/* libshmpool — the arena: create, attach, detach, thread slots and fork.
+/* libshmpool — the arena: its layout, its mapping and views into it.
  *
- * pool_create() maps one MAP_SHARED|MAP_NORESERVE region and lays out, at
- * fixed offsets: the header, the central caches, counters, the page heap, the
- * slots, the span descriptors, the page map, then the data pages.  Nothing
- * here calls malloc.  pool_attach() (after fork) validates the header and
- * gives the calling thread a slot; other threads of an attached process take
- * a slot at their first allocation and give it back when they exit.
- *
- * Fork: a MAP_SHARED page is not copied on write, so the child of an
- * attached process would write straight into its parent's live objects.
- * Instead the child replaces the whole arena mapping with a private copy
- * of what it inherited -- the tier state, the span descriptors, the page
- * map and the pages of every span in use -- what copy-on-write gives any
- * other heap, while the parent waits in its atfork handler so that the
- * copy is the state at fork.  The child then drops its copied thread cache
- * and becomes "forked": it serves new allocations from its private heap,
- * ignores (and counts) frees of what it inherited, and cannot attach to
- * the shared arena, which it no longer maps.  This holds in every mode and
- * in poold.  posix_spawn and vfork run no fork handlers and copy nothing.
+ * pool_arena_map_() maps one MAP_SHARED|MAP_NORESERVE region and lays out,
+ * at fixed offsets: the header, the central caches, counters, the page
+ * heap, the slots, the span descriptors, the page map, then the data pages.
+ * Nothing here calls malloc.  pool_arena_view_() points a view into
+ * another process's arena (shmpool-stat), and pool_arena_copy_() replaces
+ * the mapping with a private copy in a forked child.  Who creates, attaches
+ * and forks is proc.c.
  */
 #include "pool-internal.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <string.h>
 
 #include "prim/prim.h"
 
 pool_arena_t pool_arena_;
-pool_proc_state_t pool_proc_state_;
-pool_tcache_sh_t pool_empty_tcache_;
-__thread pool_tcache_sh_t *pool_tls_tcache_
-    __attribute__((tls_model("initial-exec"))) = &pool_empty_tcache_;
-
-static int proc_slot = -1;          /* slot taken by pool_attach() */
-static bool attach_children;        /* SHMPOOL_MODE=children */
-static bool arena_copied;           /* a forked child: the arena is a private copy */
-static pthread_key_t thread_key;    /* destructor gives the slot back */
-static pthread_once_t once_handlers = PTHREAD_ONCE_INIT;
-static bool handlers_ok;
 
 /* Arena alignment: a 2 MiB boundary lets the kernel use huge pages where it
  * can and keeps every page-aligned offset page-aligned in memory.  A
@@ -47,8 +24,6 @@ static bool handlers_ok;
  * so a page one process faulted in is mapped in all. */
 #define POOL_ARENA_ALIGN ((size_t)2 << 20)
 #define POOL_HUGETLB_ALIGN ((size_t)1 << 30)
-/* Above this the 32-bit page indices of the page map would overflow. */
-#define POOL_MAX_HEAP_SIZE ((size_t)1 << 44)
 #define POOL_MIN_DATA_PAGES 64
 
 /* ------------------------------------------------------------------------ */
@@ -165,109 +140,88 @@ int pool_arena_view_(pool_arena_t *a, void *map, size_t len)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Threads and fork                                                          */
+/* Mapping                                                                   */
 /* ------------------------------------------------------------------------ */
 
-__thread bool pool_tls_exited_ __attribute__((tls_model("initial-exec")));
-
-/* A free slot has no tag, so that a process killed right after claiming
- * it, before writing its own, is never taken for the previous holder.  The
- * state turns free before the life lock is given back: a claimer takes the
- * lock first, so nobody claims a slot still being released. */
-void pool_slot_release_(pool_slot_sh_t *slot)
+/* SHMPOOL_HUGEPAGES: what the arena is made of.  Unset or "off": base
+ * pages.  "thp": transparent huge pages where the system gives them to
+ * shared memory that asks.  "hugetlb": reserved huge pages, all of the
+ * arena, on a 1 GiB boundary so that processes share the page-table pages
+ * that map it.  What cannot be had is said on one line and the arena falls
+ * back to base pages. */
+static pool_backing_t backing_wanted(void)
 {
-    slot->tag = POOL_NO_TAG;
-    pool_atomic_store_release(&slot->xflags, 0);
-    pool_atomic_store_release(&slot->xstate, POOL_SLOT_FREE);
-    pool_life_release_(&slot->life);
-}
-
-/* Take a free slot for the calling thread: its life lock, then its state.
- * A life lock whose holder died while the slot was free (a claimer killed
- * mid-claim, a releaser after its release) is as good as a free one. */
-static bool slot_claim(pool_slot_sh_t *slot, uint32_t pid)
-{
-    if (pool_atomic_load_relaxed(&slot->xstate) != POOL_SLOT_FREE)
-        return false;
-    if (pool_life_try_(&slot->life, &slot->xflags, NULL) == POOL_LIFE_HELD)
-        return false;
-    uint32_t expect = POOL_SLOT_FREE;
-    if (!pool_atomic_cas(&slot->xstate, &expect, pid)) {
-        pool_life_release_(&slot->life);
-        return false;
+    const char *v = pool_prim_getenv_("SHMPOOL_HUGEPAGES");
+    if (v == NULL || *v == '\0' || strcmp(v, "off") == 0)
+        return POOL_BACKING_PAGES;
+    if (strcmp(v, "thp") == 0) {
+        if (pool_prim_thp_shared_())
+            return POOL_BACKING_THP;
+        pool_error_(0, "SHMPOOL_HUGEPAGES=thp: the system gives shared memory no transparent "
+                       "huge pages (/sys/kernel/mm/transparent_hugepage/shmem_enabled); "
+                       "using base pages");
+        return POOL_BACKING_PAGES;
     }
-    pool_atomic_store_release(&slot->xflags, 0);
-    return true;
+    if (strcmp(v, "hugetlb") == 0)
+        return POOL_BACKING_HUGETLB;
+    pool_error_(0, "SHMPOOL_HUGEPAGES='%s' is not off, thp or hugetlb; using base pages", v);
+    return POOL_BACKING_PAGES;
 }
 
-/* Owner tag of the process attached through slot `slot`. */
-static uint16_t tag_of_slot(int slot)
+/* Map the arena as backing asks, or with base pages when it cannot be had;
+ * *backing gets what it is made of. */
+static int map_arena(size_t *size, pool_backing_t *backing, void **m)
 {
-    return slot >= 0 && slot < POOL_MAX_TAG ? (uint16_t)(slot + 1) : POOL_NO_TAG;
-}
-
-/* Thread exit: flush the cache and give the slot back.  Runs only for the
- * thread that set the key; a forked child cleared it.  The attach slot is
- * kept while the process lives: its number is the tag of every object the
- * process holds, which must not pass to another process.  Its life lock
- * goes with the thread, though (the kernel would mark it owner-dead, the
- * sign of a dead process): from now on the process is judged alive by its
- * pid and start time. */
-static void thread_exit(void *arg)
-{
-    pool_slot_sh_t *slot = arg;
-    if (pool_tls_tcache_ != &slot->tcache)
-        return;
-    pool_tcache_flush_(&pool_arena_, &slot->tcache);
-    pool_tls_tcache_ = &pool_empty_tcache_;
-    pool_tls_exited_ = true;
-    if (slot->tcache.slot != proc_slot) {
-        pool_slot_release_(slot);
-        return;
+    if (*backing == POOL_BACKING_HUGETLB) {
+        size_t huge = (size_t)align_up(*size, POOL_HUGE_PAGE);
+        int rc = pool_prim_map_shared_(huge, POOL_HUGETLB_ALIGN, POOL_BACKING_HUGETLB, m);
+        if (rc == 0) {
+            *size = huge;
+            return 0;
+        }
+        pool_error_(rc, "SHMPOOL_HUGEPAGES=hugetlb: cannot reserve %lu huge pages of 2 MiB "
+                        "(reserve them in /proc/sys/vm/nr_hugepages); using base pages",
+                    (unsigned long)(huge / POOL_HUGE_PAGE));
+        *backing = POOL_BACKING_PAGES;
     }
-    uint64_t start = 0;
-    pool_prim_start_time_(pool_prim_getpid_(), &start);
-    slot->start = start;
-    pool_atomic_or(&slot->xflags, POOL_SLOT_BYPID);
-    pool_life_release_(&slot->life);
+    return pool_prim_map_shared_(*size, POOL_ARENA_ALIGN, *backing, m);
 }
 
-/* The forking thread's gate: the parent waits on it until the child has
- * copied the arena. */
-static __thread int fork_gate[2] = { -1, -1 };
-
-static void fork_prepare(void)
+int pool_arena_map_(size_t size)
 {
-    fork_gate[0] = fork_gate[1] = -1;
-    if (pool_proc_state_ != POOL_PROC_ATTACHED)
-        return;
-    int rc = pool_prim_gate_open_(fork_gate);
-    if (rc != 0) {
-        fork_gate[0] = fork_gate[1] = -1;
-        pool_error_(rc, "fork: cannot wait for the child's copy of the arena; objects the "
-                        "parent changes meanwhile may reach the child changed");
-    }
+    size = (size_t)align_up(size, POOL_PAGE_SIZE);
+    void *m;
+    pool_backing_t backing = backing_wanted();
+    int rc = map_arena(&size, &backing, &m);
+    if (rc != 0)
+        return rc;
+    uint32_t npages = pages_for(size);
+    layout_t l;
+    layout_for(npages, &l);
+    pool_header_sh_t *h = m;
+    h->version = pool_layout_version_();
+    h->page_shift = POOL_PAGE_SHIFT;
+    h->base = (uintptr_t)m;
+    h->size = size;
+    h->npages = npages;
+    h->backing = backing;
+    h->off_slots = l.off_slots;
+    h->off_central = l.off_central;
+    h->off_centralstats = l.off_centralstats;
+    h->off_lockstats = l.off_lockstats;
+    h->off_pageheap = l.off_pageheap;
+    h->off_spans = l.off_spans;
+    h->off_pm_class = l.off_pm_class;
+    h->off_pm_span = l.off_pm_span;
+    h->off_data = l.off_data;
+    h->off_journals = l.off_journals;
+    h->off_owners = l.off_owners;
+    h->off_crash = l.off_crash;
+    arena_view(&pool_arena_, h);
+    return 0;
 }
 
-static void fork_parent(void)
-{
-    if (fork_gate[0] < 0)
-        return;
-    pool_prim_gate_wait_(fork_gate);
-    fork_gate[0] = fork_gate[1] = -1;
-}
-
-/* The child's private copy of everything it may read of what it
- * inherited: the header and tier state, the span descriptors and page map
- * of the carved pages, and the pages of every span in use (free spans'
- * bytes mean nothing).  Other processes go on changing the shared arena
- * while the child copies; none of them can change a span the parent holds
- * while it waits, so the parent's objects are copied whole.  A descriptor
- * caught mid-change makes the walk copy page by page until the next one
- * that starts a span.  One mapping replaces the whole arena in a single
- * step, so nothing of the shared one stays mapped.  Costs a copy of the
- * bytes in use (see libshmpool(7)); the pages left out read as zero. */
-static int copy_arena(void)
+int pool_arena_copy_(void)
 {
     pool_arena_t *a = &pool_arena_;
     pool_header_sh_t *h = a->hdr;
@@ -320,299 +274,6 @@ static int copy_arena(void)
     return 0;
 }
 
-static void fork_child(void)
-{
-    pool_tls_exited_ = false;
-    pool_self_pid_ = 0;
-    if (pool_proc_state_ == POOL_PROC_ATTACHED) {
-        int rc = copy_arena();
-        if (fork_gate[0] >= 0) {
-            pool_prim_gate_release_(fork_gate);
-            fork_gate[0] = fork_gate[1] = -1;
-        }
-        /* Going on would write into the parent's objects. */
-        if (rc != 0)
-            pool_fatal_("forked child %d could not copy the arena (error %d); it would share "
-                        "its parent's objects", pool_prim_getpid_(), rc);
-        arena_copied = true;
-        /* Drop, never flush: the parent still owns these objects. */
-        pool_tls_tcache_ = &pool_empty_tcache_;
-        pthread_setspecific(thread_key, NULL);
-        pool_proc_state_ = POOL_PROC_FORKED;
-        proc_slot = -1;
-    } else if (attach_children && pool_proc_state_ == POOL_PROC_PRIVATE) {
-        int rc = pool_attach();
-        if (rc != 0)
-            pool_error_(rc, "child %d could not attach to the arena; it stays private",
-                        pool_prim_getpid_());
-    }
-}
-
-static void install_handlers(void)
-{
-    handlers_ok = pthread_key_create(&thread_key, thread_exit) == 0 &&
-                  pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
-}
-
-/* The first free slot for the calling thread, or NULL.  A process's first
- * slot is its tag: it never takes the last slot, which has none (its
- * objects could not be reclaimed when it dies). */
-static pool_slot_sh_t *claim_any(pool_arena_t *a)
-{
-    unsigned n = proc_slot >= 0 ? POOL_MAX_SLOTS : POOL_MAX_TAG;
-    for (unsigned i = 0; i < n; i++)
-        if (slot_claim(&a->slots[i], (uint32_t)pool_prim_getpid_()))
-            return &a->slots[i];
-    return NULL;
-}
-
-pool_tcache_sh_t *pool_thread_setup_(void)
-{
-    pool_arena_t *a = &pool_arena_;
-    if (pool_tls_exited_)
-        return NULL;
-    pool_slot_sh_t *slot = claim_any(a);
-    /* Slots run short: the dead may hold them. */
-    if (slot == NULL && pool_reap_dead_(a) > 0)
-        slot = claim_any(a);
-    if (slot != NULL) {
-        unsigned i = (unsigned)(slot - a->slots);
-        slot->used = 1;
-        slot->pid = pool_prim_getpid_();
-        slot->tid = pool_prim_gettid_();
-        /* The first slot of a process (pool_attach) names its tag. */
-        uint16_t tag = tag_of_slot(proc_slot >= 0 ? proc_slot : (int)i);
-        slot->tag = tag;
-        pool_tcache_init_(a, &slot->tcache, (uint16_t)i);
-        slot->tcache.tag = tag;
-        pool_tls_tcache_ = &slot->tcache;
-        pthread_setspecific(thread_key, slot);
-        return &slot->tcache;
-    }
-    return NULL;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Lifecycle                                                                 */
-/* ------------------------------------------------------------------------ */
-
-/* What every process using an arena needs before it touches one: the class
- * table, and each lock kind's repair. */
-static void tiers_init(void)
-{
-    pool_sizeclass_init_();
-    pool_pageheap_register_();
-    pool_central_register_();
-}
-
-/* SHMPOOL_HUGEPAGES: what the arena is made of.  Unset or "off": base
- * pages.  "thp": transparent huge pages where the system gives them to
- * shared memory that asks.  "hugetlb": reserved huge pages, all of the
- * arena, on a 1 GiB boundary so that processes share the page-table pages
- * that map it.  What cannot be had is said on one line and the arena falls
- * back to base pages. */
-static pool_backing_t backing_wanted(void)
-{
-    const char *v = pool_prim_getenv_("SHMPOOL_HUGEPAGES");
-    if (v == NULL || *v == '\0' || strcmp(v, "off") == 0)
-        return POOL_BACKING_PAGES;
-    if (strcmp(v, "thp") == 0) {
-        if (pool_prim_thp_shared_())
-            return POOL_BACKING_THP;
-        pool_error_(0, "SHMPOOL_HUGEPAGES=thp: the system gives shared memory no transparent "
-                       "huge pages (/sys/kernel/mm/transparent_hugepage/shmem_enabled); "
-                       "using base pages");
-        return POOL_BACKING_PAGES;
-    }
-    if (strcmp(v, "hugetlb") == 0)
-        return POOL_BACKING_HUGETLB;
-    pool_error_(0, "SHMPOOL_HUGEPAGES='%s' is not off, thp or hugetlb; using base pages", v);
-    return POOL_BACKING_PAGES;
-}
-
-/* Map the arena as backing asks, or with base pages when it cannot be had;
- * *backing gets what it is made of. */
-static int map_arena(size_t *size, pool_backing_t *backing, void **m)
-{
-    if (*backing == POOL_BACKING_HUGETLB) {
-        size_t huge = (size_t)align_up(*size, POOL_HUGE_PAGE);
-        int rc = pool_prim_map_shared_(huge, POOL_HUGETLB_ALIGN, POOL_BACKING_HUGETLB, m);
-        if (rc == 0) {
-            *size = huge;
-            return 0;
-        }
-        pool_error_(rc, "SHMPOOL_HUGEPAGES=hugetlb: cannot reserve %lu huge pages of 2 MiB "
-                        "(reserve them in /proc/sys/vm/nr_hugepages); using base pages",
-                    (unsigned long)(huge / POOL_HUGE_PAGE));
-        *backing = POOL_BACKING_PAGES;
-    }
-    return pool_prim_map_shared_(*size, POOL_ARENA_ALIGN, *backing, m);
-}
-
-int pool_create(size_t size)
-{
-    if (pool_arena_.hdr != NULL)
-        return EEXIST;
-    if (size < pool_min_heap_size() || size > POOL_MAX_HEAP_SIZE)
-        return EINVAL;
-    size = (size_t)align_up(size, POOL_PAGE_SIZE);
-    tiers_init();
-    pthread_once(&once_handlers, install_handlers);
-
-    void *m;
-    pool_backing_t backing = backing_wanted();
-    int rc = map_arena(&size, &backing, &m);
-    if (rc != 0)
-        return rc;
-    uint32_t npages = pages_for(size);
-    layout_t l;
-    layout_for(npages, &l);
-    pool_header_sh_t *h = m;
-    h->version = pool_layout_version_();
-    h->page_shift = POOL_PAGE_SHIFT;
-    h->base = (uintptr_t)m;
-    h->size = size;
-    h->npages = npages;
-    h->backing = backing;
-    h->off_slots = l.off_slots;
-    h->off_central = l.off_central;
-    h->off_centralstats = l.off_centralstats;
-    h->off_lockstats = l.off_lockstats;
-    h->off_pageheap = l.off_pageheap;
-    h->off_spans = l.off_spans;
-    h->off_pm_class = l.off_pm_class;
-    h->off_pm_span = l.off_pm_span;
-    h->off_data = l.off_data;
-    h->off_journals = l.off_journals;
-    h->off_owners = l.off_owners;
-    h->off_crash = l.off_crash;
-    pool_arena_t *a = &pool_arena_;
-    arena_view(a, h);
-    rc = pool_lock_init_(&a->ph->lock, POOL_LOCK_PAGEHEAP);
-    for (unsigned cls = 0; rc == 0 && cls < POOL_NCLASSES; cls++)
-        rc = pool_lock_init_(&a->central[cls].lock, POOL_LOCK_CENTRAL);
-    for (unsigned i = 0; rc == 0 && i < POOL_MAX_SLOTS; i++)
-        rc = pool_life_init_(&a->slots[i].life);
-    if (rc != 0) {
-        pool_prim_unmap_(m, size);
-        memset(a, 0, sizeof *a);
-        return rc;
-    }
-    pool_pageheap_init_(a);
-    pool_central_init_(a);
-    /* Last: a header with the magic is a complete header. */
-    pool_atomic_store_release(&h->magic, POOL_MAGIC);
-    return 0;
-}
-
-int pool_attach(void)
-{
-    if (pool_proc_state_ == POOL_PROC_ATTACHED)
-        return EALREADY;
-    pool_header_sh_t *h = pool_arena_.hdr;
-    if (h == NULL || arena_copied)
-        return ENOENT;
-    if (h->magic != POOL_MAGIC || h->version != pool_layout_version_() ||
-        h->base != (uintptr_t)h || h->page_shift != POOL_PAGE_SHIFT) {
-        pool_error_(0, "cannot attach to the arena at %p: its header says magic %lx, base %p, "
-                    "layout version %x; this library expects magic %lx, base %p, version %x",
-                    (void *)h, (unsigned long)h->magic, (void *)h->base, h->version,
-                    (unsigned long)POOL_MAGIC, (void *)h, pool_layout_version_());
-        return EPROTO;
-    }
-    tiers_init();
-    pthread_once(&once_handlers, install_handlers);
-    if (!handlers_ok) {
-        pool_error_(0, "cannot attach: thread-exit or fork handler registration failed");
-        return EAGAIN;
-    }
-    pool_crash_config_();
-    pool_tls_exited_ = false;
-    pool_self_pid_ = pool_prim_getpid_();
-    proc_slot = -1;
-    /* Whoever notices first reaps: a process that attaches reaps the dead
-     * before it takes a slot, so that slots and memory pass on without a
-     * master that knows the pool. */
-    pool_reap_dead_(&pool_arena_);
-    pool_tcache_sh_t *tc = pool_thread_setup_();
-    if (tc == NULL) {
-        pool_atomic_inc(&h->xattach_failures);
-        return EAGAIN;
-    }
-    proc_slot = tc->slot;
-    pool_proc_state_ = POOL_PROC_ATTACHED;
-    return 0;
-}
-
-void pool_detach(void)
-{
-    if (pool_proc_state_ != POOL_PROC_ATTACHED)
-        return;
-    pool_tcache_sh_t *tc = pool_tls_tcache_;
-    if (tc != &pool_empty_tcache_) {
-        pool_tcache_flush_(&pool_arena_, tc);
-        pool_tls_tcache_ = &pool_empty_tcache_;
-        pthread_setspecific(thread_key, NULL);
-        if (tc->slot != proc_slot)
-            pool_slot_release_(&pool_arena_.slots[tc->slot]);
-    }
-    /* Objects the process still holds keep living after the slot (and
-     * with it the tag) passes to another process. */
-    pool_disown_(&pool_arena_, tag_of_slot(proc_slot));
-    if (proc_slot >= 0)
-        pool_slot_release_(&pool_arena_.slots[proc_slot]);
-    pool_proc_state_ = POOL_PROC_PRIVATE;
-    proc_slot = -1;
-}
-
-/* A process that exits gives its thread cache back on the way: what its
- * objects hold is garbage once it is gone, but its cache is free memory
- * that a reap would otherwise walk object by object.  The slot itself
- * stays until the process is gone (exit goes on using the heap after this
- * runs: stdio, other destructors), and whoever notices its death then
- * reaps the rest. */
-__attribute__((destructor)) static void process_exit(void)
-{
-    if (pool_proc_state_ == POOL_PROC_ATTACHED && pool_tls_tcache_ != &pool_empty_tcache_)
-        pool_thread_flush();
-}
-
-void pool_destroy_(void)
-{
-    if (pool_arena_.hdr == NULL)
-        return;
-    /* The thread's robust-mutex list names the life locks it holds: they
-     * must be given back before their memory goes, or the next robust
-     * mutex it takes follows a pointer into nothing. */
-    pool_detach();
-    pool_prim_unmap_(pool_arena_.hdr, pool_arena_.hdr->size);
-    memset(&pool_arena_, 0, sizeof pool_arena_);
-    arena_copied = false;
-    pool_tls_tcache_ = &pool_empty_tcache_;
-    pool_proc_state_ = POOL_PROC_PRIVATE;
-    proc_slot = -1;
-}
-
-void pool_attach_children_(void)
-{
-    attach_children = true;
-}
-
-bool pool_arena_copied_(void)
-{
-    return arena_copied;
-}
-
-bool pool_attached(void)
-{
-    return pool_proc_state_ == POOL_PROC_ATTACHED;
-}
-
-int pool_slot(void)
-{
-    return proc_slot;
-}
-
 const char *pool_name(void)
 {
     return "shmpool";
@@ -622,3 +283,4 @@ bool pool_owns(const void *p)
 {
     return pool_in_arena(p);
 }
+

@@ -137,7 +137,7 @@ static uint32_t take_objects(pool_arena_t *a, pool_central_sh_t *c, pool_journal
 void pool_central_add_span_locked_(pool_arena_t *a, unsigned cls, uint32_t idx)
 {
     pool_central_sh_t *c = &a->central[cls];
-    pool_journal_sh_t *j = pool_journal_(a, POOL_LOCK_CENTRAL, cls);
+    pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
     POOL_JSET(j, c->nspans, c->nspans + 1);
     POOL_CRASH_POINT("central.add_span");
     POOL_JSET(j, c->nempty, c->nempty + 1);
@@ -148,7 +148,7 @@ uint32_t pool_central_fetch_(pool_arena_t *a, unsigned cls, uint32_t n, uint16_t
                              void **out)
 {
     pool_central_sh_t *c = &a->central[cls];
-    pool_journal_sh_t *j = pool_journal_(a, POOL_LOCK_CENTRAL, cls);
+    pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
     uint8_t tag = tag_byte(owner);
     bool pages = n * pool_classes_[cls].size >= POOL_STREAM_BYTES / 2;
     uint32_t got = 0;
@@ -234,7 +234,7 @@ static bool give_back(pool_arena_t *a, unsigned cls, pool_span_sh_t *s, const ui
                       uint32_t n, uint16_t tag, uint32_t *leaving)
 {
     pool_central_sh_t *c = &a->central[cls];
-    pool_journal_sh_t *j = pool_journal_(a, POOL_LOCK_CENTRAL, cls);
+    pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
     if (s->listed == POOL_LISTED_QUARANTINED)
         return true; /* its objects stay out of circulation */
     if (s->listed != POOL_LISTED_YES && s->listed != POOL_LISTED_NO)
@@ -268,7 +268,7 @@ static bool give_back(pool_arena_t *a, unsigned cls, pool_span_sh_t *s, const ui
 static void decay_empties(pool_arena_t *a, unsigned cls, uint16_t tag, uint32_t *leaving)
 {
     pool_central_sh_t *c = &a->central[cls];
-    pool_journal_sh_t *j = pool_journal_(a, POOL_LOCK_CENTRAL, cls);
+    pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
     /* The lock wrapper noted the time it took the mutex; a spin lock
      * does not. */
     uint64_t now = pool_config_spin ? pool_prim_now_coarse_ns_()
@@ -347,7 +347,7 @@ typedef struct group_s {
 static void flush_groups(pool_arena_t *a, unsigned cls, group_t *g, unsigned ng, uint16_t tag,
                          uint32_t *leaving)
 {
-    pool_journal_sh_t *j = pool_journal_(a, POOL_LOCK_CENTRAL, cls);
+    pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
     for (unsigned k = 0; k < ng; k++) {
         /* Objects of the groups not yet applied are still handed out, and
          * tagged: a reap gives them back if we die after a commit. */
@@ -388,7 +388,7 @@ static unsigned open_group(pool_arena_t *a, unsigned cls, group_t *g, unsigned *
 void pool_central_release_(pool_arena_t *a, unsigned cls, void *const *objs, uint32_t n)
 {
     pool_central_sh_t *c = &a->central[cls];
-    pool_journal_sh_t *j = pool_journal_(a, POOL_LOCK_CENTRAL, cls);
+    pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
     uint16_t tag = pool_thread_tag();
     uint32_t leaving = POOL_NIL; /* spans for the page heap, linked by next */
     group_t g[RELEASE_GROUPS], *gp = g;
@@ -459,7 +459,7 @@ void pool_central_decay_(pool_arena_t *a, unsigned cls, uint16_t tag)
         pool_prim_now_coarse_ns_() - pool_atomic_load_relaxed(&c->decay_start_ns) <
             2 * POOL_DECAY_NS)
         return;
-    pool_journal_sh_t *j = pool_journal_(a, POOL_LOCK_CENTRAL, cls);
+    pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
     uint32_t leaving = POOL_NIL;
     pool_lock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
     pool_journal_begin_(j, POOL_OP_RELEASE);

@@ -11,15 +11,16 @@ shm_libshmpool_core_la_SOURCES = \
 	shm/shmpool.h shm/pool-types.h shm/pool-internal.h \
 	shm/prim/prim.h shm/prim/linux.c \
 	shm/sizeclass.c shm/pagemap.c shm/pageheap.c shm/central.c \
-	shm/tcache.c shm/arena.c shm/lock.c shm/journal.c shm/crash.c shm/reap.c \
-	shm/stats.c shm/check.c \
+	shm/alloc.h shm/alloc.c shm/tcache.c shm/arena.c shm/proc.c \
+	shm/lock.c shm/journal.c shm/crashpoint.c shm/reap.c \
+	shm/stats.c shm/heapcheck.c \
 	shm/libc.c
 shm_libshmpool_core_la_CFLAGS = $(POOL_CFLAGS)
 
 shm_libshmpool_override_la_SOURCES = shm/override.c
 shm_libshmpool_override_la_CFLAGS = $(POOL_CFLAGS)
 
-# preload.c (SHMPOOL_MODE and friends) and wait.c (a master that waits for
+# preload.c (SHMPOOL_MODE and friends) and waithook.c (a master that waits for
 # a child reaps it) are linked only into the .so: poold creates its own
 # arena, must not react to those variables, and reaps in its own master.
 lib_LTLIBRARIES += shm/libshmpool.la
@@ -28,7 +29,7 @@ include_HEADERS = shm/shmpool.h
 # (configure writes shm/shmpool.pc from shm/shmpool.pc.in).
 pkgconfigdir = $(libdir)/pkgconfig
 pkgconfig_DATA = shm/shmpool.pc
-shm_libshmpool_la_SOURCES = shm/preload.c shm/wait.c
+shm_libshmpool_la_SOURCES = shm/preload.c shm/waithook.c
 shm_libshmpool_la_CFLAGS = $(POOL_CFLAGS)
 shm_libshmpool_la_LIBADD = shm/libshmpool_override.la shm/libshmpool_core.la
 shm_libshmpool_la_LDFLAGS = -avoid-version -pthread

@@ -54,7 +54,7 @@ static unsigned lock_index(pool_lock_kind_t kind, unsigned arg)
     return kind == POOL_LOCK_PAGEHEAP ? 0 : 1 + arg;
 }
 
-pool_journal_sh_t *pool_journal_(pool_arena_t *a, pool_lock_kind_t kind, unsigned arg)
+pool_journal_sh_t *pool_lock_journal_(pool_arena_t *a, pool_lock_kind_t kind, unsigned arg)
 {
     return &a->journals[lock_index(kind, arg)];
 }
@@ -80,7 +80,7 @@ static void mark_held(pool_journal_sh_t *j)
  * lock. */
 static void count_acquired(pool_lockstats_sh_t *st, bool contended, uint64_t t0)
 {
-    uint64_t now = pool_now_ns_();
+    uint64_t now = pool_prim_now_ns_();
     st->acquired++;
     if (contended) {
         st->contended++;
@@ -93,7 +93,7 @@ static void count_acquired(pool_lockstats_sh_t *st, bool contended, uint64_t t0)
  * from a dead holder opened its own hold when it was taken again. */
 static void count_released(pool_lockstats_sh_t *st)
 {
-    st->held_ns += pool_now_ns_() - st->since_ns;
+    st->held_ns += pool_prim_now_ns_() - st->since_ns;
 }
 
 /* A moment's pause in a busy-wait, so that the other hardware thread of
@@ -117,7 +117,7 @@ static void spin_lock(pool_arena_t *a, pool_lock_sh_t *l, unsigned arg)
         if (!contended) {
             contended = true;
             if (pool_config_stats)
-                t0 = pool_now_ns_();
+                t0 = pool_prim_now_ns_();
         }
         if (spins >= 64)
             pool_prim_yield_();
@@ -145,7 +145,7 @@ static void recover(pool_arena_t *a, pool_lock_kind_t kind, unsigned arg)
     const pool_lock_ops_t *ops = lock_ops[kind];
     if (ops == NULL)
         pool_fatal_("a lock of kind %u lost its holder and no repair is registered", kind);
-    pool_journal_sh_t *j = pool_journal_(a, kind, arg);
+    pool_journal_sh_t *j = pool_lock_journal_(a, kind, arg);
     uint32_t op = j->op;
     uint64_t gen = j->gen;
     int dead = pool_atomic_load_relaxed(&j->xholder);
@@ -222,8 +222,8 @@ static bool acquire(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, u
     if (rc == EBUSY) {
         contended = true;
         if (pool_config_stats)
-            t0 = pool_now_ns_();
-        const pool_journal_sh_t *j = pool_journal_(a, kind, arg);
+            t0 = pool_prim_now_ns_();
+        const pool_journal_sh_t *j = pool_lock_journal_(a, kind, arg);
         int cpu = pool_prim_cpu_();
         for (unsigned i = 0; i < POOL_LOCK_SPINS && rc == EBUSY; i++) {
             if (cpu >= 0 && pool_atomic_load_relaxed(&j->xcpu) == cpu)
@@ -233,7 +233,7 @@ static bool acquire(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, u
             rc = pthread_mutex_trylock(&l->mutex);
         }
     }
-    if (rc == EBUSY && deadline != NULL && held_too_long(pool_journal_(a, kind, arg)))
+    if (rc == EBUSY && deadline != NULL && held_too_long(pool_lock_journal_(a, kind, arg)))
         return false;
     if (rc == EBUSY) {
         rc = deadline != NULL ? pthread_mutex_timedlock(&l->mutex, deadline)
@@ -247,7 +247,7 @@ static bool acquire(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, u
     } else if (pool_unlikely(rc != 0)) {
         pool_fatal_("pthread_mutex_lock on a pool lock failed: error %d", rc);
     }
-    mark_held(pool_journal_(a, kind, arg));
+    mark_held(pool_lock_journal_(a, kind, arg));
     if (pool_config_stats)
         count_acquired(&a->lockstats[lock_index(kind, arg)], contended, t0);
     if (pool_config_debug > 0) {
@@ -279,7 +279,7 @@ void pool_unlock_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, uns
         pool_atomic_store_release(&l->xspin, 0);
         return;
     }
-    pool_atomic_store_release(&pool_journal_(a, kind, arg)->xholder, 0);
+    pool_atomic_store_release(&pool_lock_journal_(a, kind, arg)->xholder, 0);
     pthread_mutex_unlock(&l->mutex);
 }
 

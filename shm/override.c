@@ -10,7 +10,7 @@
  * jemalloc has one heap under the preload (libshmpool(7) lists what is
  * taken over and what is left to the allocators programs bring).
  */
-#include "pool-internal.h"
+#include "alloc.h"
 
 #include <errno.h>
 #include <malloc.h>

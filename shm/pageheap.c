@@ -46,7 +46,7 @@ static unsigned list_of(uint32_t npages)
 
 static pool_journal_sh_t *ph_journal(pool_arena_t *a)
 {
-    return pool_journal_(a, POOL_LOCK_PAGEHEAP, 0);
+    return pool_lock_journal_(a, POOL_LOCK_PAGEHEAP, 0);
 }
 
 /* Free-list links.  j is the page heap's journal inside an operation, or

@@ -1,8 +1,7 @@
 /* libshmpool — cross-file internals and the inline fast paths.
  *
  * Prototypes are grouped by the file that defines them; names shared across
- * files end in '_'.  The malloc and free fast paths at the end are what
- * override.c and the pool_* entry points inline.
+ * files end in '_'.  The malloc and free fast paths are in alloc.h.
  */
 #ifndef POOL_INTERNAL_H
 #define POOL_INTERNAL_H
@@ -36,7 +35,7 @@ static const bool pool_config_spin = POOL_CONFIG_SPINLOCK;
 #define pool_assert_expensive(cond) pool_assert_level_(3, cond)
 
 /* A named point where a test can make the process die (SHMPOOL_CRASH,
- * debug builds only; see crash.c), and the same at every journaled step
+ * debug builds only; see crashpoint.c), and the same at every journaled step
  * of an operation. */
 #if POOL_CONFIG_DEBUG > 0
 #define POOL_CRASH_POINT(name) pool_crash_point_(name)
@@ -241,7 +240,7 @@ static inline uint32_t pool_span_object_index(const pool_arena_t *a, const pool_
 }
 
 /* ------------------------------------------------------------------------ */
-/* crash.c                                                                   */
+/* crashpoint.c                                                              */
 /* ------------------------------------------------------------------------ */
 
 /* Read SHMPOOL_CRASH (debug builds; attach calls it):
@@ -306,7 +305,7 @@ bool pool_lock_timed_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind,
  * wants it. */
 struct timespec pool_deadline_in_(unsigned ms);
 /* The journal of the lock (kind, arg). */
-pool_journal_sh_t *pool_journal_(pool_arena_t *a, pool_lock_kind_t kind, unsigned arg);
+pool_journal_sh_t *pool_lock_journal_(pool_arena_t *a, pool_lock_kind_t kind, unsigned arg);
 
 /* Life locks: the robust mutex each slot's holder keeps locked for life
  * (pool_slot_sh_t).  Never taken through pool_lock_, never blocked on but
@@ -404,6 +403,47 @@ void pool_journal_save_span_(pool_journal_sh_t *j, pool_span_sh_t *s);
 /* ------------------------------------------------------------------------ */
 
 extern pool_arena_t pool_arena_;
+
+/* Above this the 32-bit page indices of the page map would overflow. */
+#define POOL_MAX_HEAP_SIZE ((size_t)1 << 44)
+
+/* Layout version written into and expected from the header. */
+uint32_t pool_layout_version_(void);
+/* Map a new arena of size bytes (pool_min_heap_size() to
+ * POOL_MAX_HEAP_SIZE; rounded up to whole pages, or to huge pages for
+ * SHMPOOL_HUGEPAGES=hugetlb), write its header but the magic, and point
+ * pool_arena_ into it.  Its locks and tiers are not initialised.  Returns
+ * 0 or the mapping's error (nothing mapped). */
+int pool_arena_map_(size_t size);
+/* A forked child's private copy of everything it may read of what it
+ * inherited: the header and tier state, the span descriptors and page map
+ * of the carved pages, and the pages of every span in use (free spans'
+ * bytes mean nothing), mapped over the whole arena in one step, so nothing
+ * of the shared one stays mapped; its locks are made afresh.  Other
+ * processes go on changing the shared arena while the child copies; none
+ * of them can change a span the parent holds while it waits, so the
+ * parent's objects are copied whole.  A descriptor caught mid-change makes
+ * the walk copy page by page until the next one that starts a span.  Costs
+ * a copy of the bytes in use (see libshmpool(7)); the pages left out read
+ * as zero.  Returns 0 or the mapping's error (the shared arena still
+ * mapped). */
+int pool_arena_copy_(void);
+/* Read another process's arena: point *a into a copy or a mapping of its
+ * first len bytes at map (at least the header and metadata; the data pages
+ * are never read through a).  Nothing is locked or written: shmpool-stat.
+ * Returns 0; EINVAL when map holds no arena (or too little of one); EPROTO
+ * when its layout is another build's. */
+int pool_arena_view_(pool_arena_t *a, void *map, size_t len);
+/* True when p is inside this process's arena mapping (data pages). */
+static inline bool pool_in_arena(const void *p)
+{
+    return (uintptr_t)p - pool_arena_.data < pool_arena_.data_size;
+}
+
+/* ------------------------------------------------------------------------ */
+/* proc.c                                                                    */
+/* ------------------------------------------------------------------------ */
+
 extern pool_proc_state_t pool_proc_state_;
 extern __thread pool_tcache_sh_t *pool_tls_tcache_ __attribute__((tls_model("initial-exec")));
 extern pool_tcache_sh_t pool_empty_tcache_;
@@ -411,14 +451,6 @@ extern pool_tcache_sh_t pool_empty_tcache_;
  * destructors that allocate after ours get the private heap). */
 extern __thread bool pool_tls_exited_ __attribute__((tls_model("initial-exec")));
 
-/* Layout version written into and expected from the header. */
-uint32_t pool_layout_version_(void);
-/* Read another process's arena: point *a into a copy or a mapping of its
- * first len bytes at map (at least the header and metadata; the data pages
- * are never read through a).  Nothing is locked or written: shmpool-stat.
- * Returns 0; EINVAL when map holds no arena (or too little of one); EPROTO
- * when its layout is another build's. */
-int pool_arena_view_(pool_arena_t *a, void *map, size_t len);
 /* Unmap the arena and forget it (tests; the calling process only).  Other
  * threads must not be using the pool. */
 void pool_destroy_(void);
@@ -442,21 +474,19 @@ void pool_attach_children_(void);
  * copy: nothing in it is shared, so reaps and repairs have nothing to do
  * and checks nothing to check. */
 bool pool_arena_copied_(void);
-/* True when p is inside this process's arena mapping (data pages). */
-static inline bool pool_in_arena(const void *p)
-{
-    return (uintptr_t)p - pool_arena_.data < pool_arena_.data_size;
-}
 
 /* ------------------------------------------------------------------------ */
 /* tcache.c                                                                  */
 /* ------------------------------------------------------------------------ */
 
-POOL_NOINLINE void *pool_malloc_slow_(size_t size);
-POOL_NOINLINE void pool_free_slow_(void *p);
-/* Allocate from a class for an over-aligned request (cls from
- * pool_sizeclass_aligned_), or NULL when the process is not attached. */
-void *pool_malloc_class_(unsigned cls);
+/* Pop an object of class cls off the bin, refilling it from the central
+ * cache when empty; NULL when the arena is exhausted. */
+void *pool_tcache_alloc_(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls);
+/* Free p, an object of class cls, into tc's bin (alloc.c's slow path:
+ * the fast path left it unchecked or found it suspect), checked in full;
+ * the bin's most recently freed batch goes back to the central cache
+ * first.  Aborts naming p on a bad or double free. */
+void pool_tcache_free_(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, void *p);
 /* Give every object of the cache back to the central caches. */
 void pool_tcache_flush_(pool_arena_t *a, pool_tcache_sh_t *tc);
 /* Initialise the bins of a slot's cache. */
@@ -539,66 +569,17 @@ static inline void *pool_bin_pop(pool_tcache_sh_t *tc, unsigned cls)
     return pool_bin_take(tc, cls, p);
 }
 
-/* malloc fast path, 20 instructions on x86-64 with the TLS load and the
- * return (18 before the checks; the range test costs 2 over a NULL test,
- * the mark 2 and its clearing 1, the byte-indexed class table wins 2 and
- * the register allocation 1): class from the table, check and pop the
- * bin's head.  One range test sends NULL (an empty bin, every bin
- * of the empty cache, whose size is 0, and class 0 for big requests) and a
- * head outside the arena (a bad link, which the slow path names) to the
- * slow path; then the mark. */
-static inline void *pool_malloc_fast(size_t size)
-{
-    pool_tcache_sh_t *tc = pool_tls_tcache_;
-    unsigned cls = pool_sizeclass_of(size);
-    void *p = tc->bins[cls].head;
-    if (pool_unlikely((uintptr_t)p - tc->base >= tc->size))
-        return pool_malloc_slow_(size);
-    return pool_bin_take(tc, cls, p);
-}
-
-/* free fast path, 24 instructions on x86-64 with the TLS load and the
- * return (19 before the checks: the alignment test costs 2, the mark's
- * test 2 and its store 1): the class byte from the page map, push on the
- * bin.  Pointers outside the arena (NULL, private ones, every
- * pointer in an unattached thread whose cache has size 0), full bins
- * (class 0 has watermark 0), pointers no object of the class starts at (as
- * far as the class's alignment tells) and objects marked as in this cache
- * take the slow path, which checks them in full. */
-static inline void pool_free_fast(void *p)
-{
-    pool_tcache_sh_t *tc = pool_tls_tcache_;
-    uintptr_t off = (uintptr_t)p - tc->base;
-    if (pool_unlikely(off >= tc->size)) {
-        pool_free_slow_(p);
-        return;
-    }
-    unsigned cls = tc->pm_class[off >> POOL_PAGE_SHIFT];
-    pool_bin_t *bin = &tc->bins[cls];
-    if (pool_unlikely(bin->len >= bin->watermark || ((uintptr_t)p & bin->misalign) != 0 ||
-                      *pool_obj_mark(p) == tc)) {
-        pool_free_slow_(p);
-        return;
-    }
-    if (pool_config_debug > 0)
-        pool_debug_on_free_(p);
-    pool_bin_push(tc, bin, p);
-    if (pool_config_stats)
-        tc->stats[cls].frees++;
-}
 
 /* ------------------------------------------------------------------------ */
 /* stats.c                                                                   */
 /* ------------------------------------------------------------------------ */
 
-/* Current time for wait measurements (stats builds). */
-uint64_t pool_now_ns_(void);
 /* pool_usage of an arena read from outside (pool_arena_view_), without
  * locks: a snapshot of an arena that may be changing. */
 void pool_usage_view_(pool_arena_t *a, pool_usage_t *u);
 
 /* ------------------------------------------------------------------------ */
-/* check.c                                                                   */
+/* heapcheck.c                                                               */
 /* ------------------------------------------------------------------------ */
 
 /* pool_check of the arena while other threads use it: the locks are

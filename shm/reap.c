@@ -162,7 +162,7 @@ static void reap_cache(reap_t *rp, pool_tcache_sh_t *tc)
         pool_bin_t *bin = &tc->bins[cls];
         if (bin->head == NULL && bin->len == 0)
             continue;
-        pool_journal_sh_t *j = pool_journal_(a, POOL_LOCK_CENTRAL, cls);
+        pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
         size_t size = pool_classes_[cls].size;
         uint32_t found = 0, bound = bin->len + 1;
         pool_journal_begin_(j, POOL_OP_REAP);
@@ -198,7 +198,7 @@ static void reap_objects(reap_t *rp, pool_span_sh_t *s)
 {
     pool_arena_t *a = rp->a;
     unsigned cls = s->cls;
-    pool_journal_sh_t *j = pool_journal_(a, POOL_LOCK_CENTRAL, cls);
+    pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
     bool begun = false;
     char *base = pool_span_addr(a, s);
     uint32_t count = s->count, objsize = s->objsize;
@@ -251,7 +251,7 @@ static void reap_transit(reap_t *rp, pool_span_sh_t *s, uint32_t p)
         return;
     POOL_CRASH_POINT("reap.transit");
     if (s->listed == POOL_LISTED_ARRIVING) {
-        pool_journal_sh_t *j = pool_journal_(rp->a, POOL_LOCK_CENTRAL, s->cls);
+        pool_journal_sh_t *j = pool_lock_journal_(rp->a, POOL_LOCK_CENTRAL, s->cls);
         pool_journal_begin_(j, POOL_OP_ADD_SPAN);
         pool_central_add_span_locked_(rp->a, s->cls, p);
         pool_journal_commit_(j);

@@ -11,13 +11,6 @@
 #include <errno.h>
 #include <string.h>
 
-#include "prim/prim.h"
-
-uint64_t pool_now_ns_(void)
-{
-    return pool_prim_now_ns_();
-}
-
 /* Objects cached in the thread caches, per class, summed over the slots
  * that are taken.  Other processes' lengths are read without a lock. */
 static void tcache_objects(pool_arena_t *a, uint64_t *per_class)

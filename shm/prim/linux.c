@@ -275,7 +275,7 @@ static pool_fn_t as_fn(void *p)
 
 pool_fn_t pool_prim_next_symbol_(const char *name)
 {
-    /* RTLD_NEXT skips the pool's own definition (wait.c), which is the one
+    /* RTLD_NEXT skips the pool's own definition (waithook.c), which is the one
      * a plain call would reach, and keeps any wrapper loaded after us. */
     return as_fn(dlsym(RTLD_NEXT, name));
 }

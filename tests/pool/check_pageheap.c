@@ -9,6 +9,7 @@
 #include "check_pool.h"
 #include "../programs/pattern.h"
 #include "pool-internal.h"
+#include "prim/prim.h"
 
 static uint32_t take(uint32_t npages)
 {
@@ -333,10 +334,10 @@ START_TEST(test_lock_hold_counted)
 {
     pool_arena_t *a = &pool_arena_;
     pool_lockstats_sh_t before = a->lockstats[0];
-    uint64_t t0 = pool_now_ns_();
+    uint64_t t0 = pool_prim_now_ns_();
     uint32_t s = take(3);
     pool_pageheap_free_(a, s);
-    uint64_t elapsed = pool_now_ns_() - t0;
+    uint64_t elapsed = pool_prim_now_ns_() - t0;
     const pool_lockstats_sh_t *after = &a->lockstats[0];
     if (!pool_config_stats) {
         ck_assert_uint_eq(after->acquired, 0);

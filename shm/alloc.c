@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* libshmpool — the pool_* allocation entry points and their slow paths.
+ *
+ * The fast paths are inline in alloc.h: a malloc pops its class's bin in
+ * the thread cache, a free pushes onto it.  What they cannot do falls into
+ * the slow paths here: the first allocation of a thread (which takes its
+ * slot), an empty or full bin (tcache.c), big spans from the page heap,
+ * private pointers, forked processes and the private heap when the arena
+ * is full.  Then the entry points: malloc and free, calloc, memalign,
+ * usable size and realloc.
+ */
+#include "alloc.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "prim/prim.h"
+
+__thread int pool_tls_depth_ __attribute__((tls_model("initial-exec")));
+static bool fallback_logged; /* one exhaustion message per process */
+
+/* ------------------------------------------------------------------------ */
+/* Slow paths                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* The arena could not serve a request: serve it privately, count it and say
+ * so once per process. */
+static void *fallback(size_t size, size_t align)
+{
+    pool_arena_t *a = &pool_arena_;
+    pool_atomic_inc(&a->hdr->xfallbacks);
+    pool_tcache_sh_t *tc = pool_tls_tcache_;
+    if (pool_config_stats && tc != &pool_empty_tcache_)
+        a->slots[tc->slot].stats.fallbacks++;
+    if (!pool_atomic_xchg_acquire(&fallback_logged, true))
+        pool_error_(0, "arena of %lu bytes is full; process %d serves from its private heap "
+                    "(logged once)", (unsigned long)a->hdr->size, pool_prim_getpid_());
+    return align <= 16 ? pool_prim_private_malloc_(size) : pool_prim_private_memalign_(align, size);
+}
+
+/* A whole span of at least size bytes starting on a multiple of align. */
+static void *alloc_big(pool_arena_t *a, pool_tcache_sh_t *tc, size_t size, size_t align)
+{
+    if (size > a->data_size)
+        return NULL;
+    uint32_t npages = (uint32_t)((size + POOL_PAGE_SIZE - 1) >> POOL_PAGE_SHIFT);
+    if (npages == 0)
+        npages = 1;
+    uint32_t align_pages = align > POOL_PAGE_SIZE ? (uint32_t)(align >> POOL_PAGE_SHIFT) : 1;
+    uint32_t idx = pool_pageheap_alloc_(a, npages, align_pages, 0, tc->tag);
+    if (idx == POOL_NIL)
+        return NULL;
+    if (pool_config_stats)
+        a->slots[tc->slot].stats.big_allocs++;
+    return pool_span_addr(a, &a->spans[idx]);
+}
+
+/* The calling thread's cache, set up on first use; NULL when the process is
+ * not attached, the thread is exiting, or no slot is free (only that last
+ * one counts as a fallback). */
+static pool_tcache_sh_t *thread_cache(bool *fell_back)
+{
+    pool_tcache_sh_t *tc = pool_tls_tcache_;
+    *fell_back = false;
+    if (pool_likely(tc != &pool_empty_tcache_))
+        return tc;
+    if (pool_proc_state_ != POOL_PROC_ATTACHED || pool_tls_exited_)
+        return NULL;
+    tc = pool_thread_setup_();
+    if (tc == NULL)
+        *fell_back = true;
+    return tc;
+}
+
+/* The allocation itself: a class's object or a big span. */
+static void *alloc_in(pool_arena_t *a, pool_tcache_sh_t *tc, size_t size, size_t align)
+{
+    if (align <= 16 && size <= POOL_MAX_SMALL)
+        return pool_tcache_alloc_(a, tc, pool_sizeclass_of(size));
+    if (align <= POOL_PAGE_SIZE && size <= POOL_MAX_SMALL &&
+        pool_sizeclass_aligned_(size, align) != 0)
+        return pool_tcache_alloc_(a, tc, pool_sizeclass_aligned_(size, align));
+    return alloc_big(a, tc, size, align);
+}
+
+/* Allocation in the arena, or NULL when the arena cannot serve it (the
+ * caller then uses the private heap).  Slow paths are where the processes
+ * look for the dead on their own (now and then, and when the arena is
+ * exhausted, which may only be the dead's memory). */
+static void *alloc_slow(size_t size, size_t align, bool *fell_back)
+{
+    pool_arena_t *a = &pool_arena_;
+    pool_tcache_sh_t *tc = thread_cache(fell_back);
+    if (tc == NULL)
+        return NULL;
+    pool_reap_maybe_(a);
+    void *p = alloc_in(a, tc, size, align);
+    if (p == NULL && pool_reap_dead_(a) > 0)
+        p = alloc_in(a, tc, size, align);
+    if (p == NULL)
+        *fell_back = true;
+    return p;
+}
+
+void *pool_malloc_slow_(size_t size)
+{
+    pool_guard_enter();
+    bool fell_back;
+    void *p = alloc_slow(size, 16, &fell_back);
+    pool_guard_leave();
+    if (p != NULL)
+        return p;
+    return fell_back ? fallback(size, 16) : pool_prim_private_malloc_(size);
+}
+
+/* Free an object or span of the arena from the slow path. */
+static void free_arena(pool_arena_t *a, void *p)
+{
+    uint32_t page = (uint32_t)(((uintptr_t)p - a->data) >> POOL_PAGE_SHIFT);
+    unsigned cls = a->pm_class[page];
+    pool_tcache_sh_t *tc = pool_tls_tcache_;
+    if (cls == 0) {
+        pool_span_sh_t *s = pool_pagemap_span_(a, p);
+        if (s == NULL || s->state != POOL_SPAN_BIG || pool_span_addr(a, s) != p)
+            pool_fatal_("free: invalid pointer %p (not an allocated object or span)", p);
+        if (pool_config_stats && tc != &pool_empty_tcache_)
+            a->slots[tc->slot].stats.big_frees++;
+        pool_pageheap_free_(a, s->start);
+        return;
+    }
+    if (tc == &pool_empty_tcache_) {
+        /* A thread that only frees (a consumer fed by a producer thread)
+         * gets its cache here, or every free would take the class lock. */
+        bool fell_back;
+        tc = thread_cache(&fell_back);
+        if (tc == NULL) {
+            /* Unattached or exiting, or no slot: straight to central. */
+            if (pool_config_debug > 0)
+                pool_debug_on_free_(p);
+            pool_central_release_(a, cls, &p, 1);
+            return;
+        }
+    }
+    pool_tcache_free_(a, tc, cls, p);
+}
+
+void pool_free_slow_(void *p)
+{
+    if (p == NULL)
+        return;
+    int saved = errno;
+    pool_arena_t *a = &pool_arena_;
+    if (!pool_in_arena(p)) {
+        pool_prim_private_free_(p);
+    } else if (pool_proc_state_ == POOL_PROC_FORKED) {
+        /* The parent may still use this object: leave it alone. */
+        pool_atomic_inc(&a->hdr->xforeign_frees);
+    } else {
+        pool_guard_enter();
+        free_arena(a, p);
+        pool_guard_leave();
+    }
+    errno = saved;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Entry points                                                              */
+/* ------------------------------------------------------------------------ */
+
+void *pool_malloc(size_t size)
+{
+    return pool_malloc_fast(size);
+}
+
+void pool_free(void *p)
+{
+    pool_free_fast(p);
+}
+
+void *pool_calloc(size_t n, size_t size)
+{
+    size_t total;
+    if (__builtin_mul_overflow(n, size, &total)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (pool_tls_tcache_ == &pool_empty_tcache_ && pool_proc_state_ != POOL_PROC_ATTACHED)
+        return pool_prim_private_calloc_(n, size);
+    void *p = pool_malloc_fast(total);
+    if (p != NULL)
+        memset(p, 0, total);
+    return p;
+}
+
+/* Aligned allocation for memalign and posix_memalign; align is a power of
+ * two.  NULL with errno ENOMEM on failure. */
+static void *alloc_aligned(size_t align, size_t size)
+{
+    if (align <= 16)
+        return pool_malloc_fast(size);
+    if (size > SIZE_MAX - align) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    pool_guard_enter();
+    bool fell_back;
+    void *p = alloc_slow(size, align, &fell_back);
+    pool_guard_leave();
+    if (p != NULL)
+        return p;
+    return fell_back ? fallback(size, align) : pool_prim_private_memalign_(align, size);
+}
+
+static bool valid_align(size_t align)
+{
+    return align != 0 && (align & (align - 1)) == 0;
+}
+
+void *pool_memalign(size_t align, size_t size)
+{
+    if (!valid_align(align)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    return alloc_aligned(align, size);
+}
+
+int pool_posix_memalign(void **out, size_t align, size_t size)
+{
+    if (!valid_align(align) || align % sizeof(void *) != 0)
+        return EINVAL;
+    int saved = errno;
+    void *p = alloc_aligned(align, size);
+    errno = saved;
+    if (p == NULL)
+        return ENOMEM;
+    *out = p;
+    return 0;
+}
+
+size_t pool_usable_size(const void *p)
+{
+    if (p == NULL)
+        return 0;
+    if (!pool_in_arena(p))
+        return pool_prim_private_usable_((void *)p);
+    pool_arena_t *a = &pool_arena_;
+    unsigned cls = a->pm_class[((uintptr_t)p - a->data) >> POOL_PAGE_SHIFT];
+    if (cls != 0)
+        return pool_classes_[cls].size;
+    pool_span_sh_t *s = pool_pagemap_span_(a, p);
+    if (s == NULL || s->state != POOL_SPAN_BIG)
+        return 0;
+    uintptr_t into = (uintptr_t)p - (uintptr_t)pool_span_addr(a, s);
+    return ((size_t)s->npages << POOL_PAGE_SHIFT) - into;
+}
+
+void *pool_realloc(void *p, size_t size)
+{
+    if (p == NULL)
+        return pool_malloc_fast(size);
+    if (size == 0) {
+        pool_free_fast(p);
+        return NULL;
+    }
+    bool in_arena = pool_in_arena(p);
+    if (!in_arena && pool_proc_state_ != POOL_PROC_ATTACHED)
+        return pool_prim_private_realloc_(p, size);
+    size_t old = pool_usable_size(p);
+    /* Keep the block when it still fits without wasting more than half. */
+    if (in_arena && pool_proc_state_ != POOL_PROC_FORKED && size <= old && size > old / 2)
+        return p;
+    void *q = pool_malloc_fast(size);
+    if (q == NULL)
+        return NULL;
+    memcpy(q, p, size < old ? size : old);
+    pool_free_fast(p);
+    return q;
+}
