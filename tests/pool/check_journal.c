@@ -32,7 +32,7 @@ static words_t scratch(void)
 
 static pool_journal_sh_t *class_journal(void)
 {
-    return pool_journal_(&pool_arena_, POOL_LOCK_CENTRAL, 5);
+    return pool_lock_journal_(&pool_arena_, POOL_LOCK_CENTRAL, 5);
 }
 
 static void set_words(words_t w, uint64_t v8, uint32_t v4, uint16_t v2, uint8_t v1)

@@ -46,7 +46,7 @@ static pool_lock_sh_t *ph_lock(void)
 
 static pool_journal_sh_t *ph_journal(void)
 {
-    return pool_journal_(&pool_arena_, POOL_LOCK_PAGEHEAP, 0);
+    return pool_lock_journal_(&pool_arena_, POOL_LOCK_PAGEHEAP, 0);
 }
 
 static bool test_verify(pool_arena_t *a, unsigned arg)
