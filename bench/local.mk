@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Benchmarks are built by `make` but never run by `make check`; one folder
 # per harness, each described in bench/README.md and its own --help.
 include bench/poolbench/local.mk

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Install everything poold needs to build, test and benchmark on Debian 12.
 # Run as root.  Safe to run again.
 set -eu

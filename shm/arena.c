@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libshmpool — the arena: its layout, its mapping and views into it.
  *
  * pool_arena_map_() maps one MAP_SHARED|MAP_NORESERVE region and lays out,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libshmpool — the central cache: one per size class, shared.
  *
  * Each class keeps the spans that have free objects on an index-linked list

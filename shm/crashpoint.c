@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libshmpool — crash injection (debug builds).
  *
  * Crash points are named places in the pool where a test can make the

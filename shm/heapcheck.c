@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libshmpool — pool_check(): the heap checker.
  *
  * Walks every structure and stops at the first inconsistency: the header,

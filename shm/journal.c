@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libshmpool — operation journals: save, then write; commit; undo.
  *
  * Every lock has a journal (pool_journal_sh_t).  A holder begins an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libshmpool — the few libc services the pool needs, without allocating.
  *
  * stdio may call malloc, and malloc is us: so the pool formats its own

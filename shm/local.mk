@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # libshmpool.  The tiers are a noinst convenience library so that unit tests
 # can link them without override.c (Check's own mallocs must not run through
 # the code under test).  override.c is a second convenience library; the two

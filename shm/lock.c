@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libshmpool — the one lock wrapper.
  *
  * Every shared lock is a process-shared robust mutex taken through

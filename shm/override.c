@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libshmpool — the malloc family, mapped onto the pool.
  *
  * Only these symbols live here, so that the unit tests can link the pool

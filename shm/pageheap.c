@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libshmpool — the page heap: spans of whole pages.
  *
  * Free spans sit on lists by exact length (1..127 pages; list 0 holds the

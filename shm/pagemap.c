@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libshmpool — the page map.
  *
  * Two flat arrays indexed by (p - data) >> POOL_PAGE_SHIFT: a class byte per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libshmpool — cross-file internals and the inline fast paths.
  *
  * Prototypes are grouped by the file that defines them; names shared across

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libshmpool — every structure of the pool.
  *
  * Main types, from the arena down:

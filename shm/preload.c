@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libshmpool — environment of the preloadable libshmpool.so.
  *
  * Only the shared library links this file, so poold (which links the pool

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libshmpool — the dead: finding them, reaping them, taking every lock,
  * the watchdog's view of the locks, and ownership tags.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* shmpool-stat — the arena of a running program, seen from outside.
  *
  *   shmpool-stat [--json] PID

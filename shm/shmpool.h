@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libshmpool — public API, installed as <shmpool.h> (pkg-config: shmpool;
  * manual: shmpool(3)).
  *

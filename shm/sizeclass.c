@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libshmpool — size classes.
  *
  * 96 classes: 16-byte steps up to 128 bytes, then 8 classes per doubling

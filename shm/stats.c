@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libshmpool — accounting: pool_usage() and pool_stats_json().
  *
  * Byte figures are recomputed from the structures (page-heap counters,

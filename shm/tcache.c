@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libshmpool — the thread cache.
  *
  * A thread's cache lives in its slot in the arena: a bin per size class,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libshmpool — the wait family, in the preloadable library: a master that
  * waits for a child reaps it.
  *

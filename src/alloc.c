@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* poold — the server's only door to the pool.
  *
  * The same objects link with or without libshmpool: the pool's entry points

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* poold — the command line.
  *
  * pd_config_parse() turns argv into a pd_config_t and never prints or exits,

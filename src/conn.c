@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* poold — one client connection.
  *
  * A connection reads into its input buffer, answers every complete request

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* poold — HTTP/1.1 framing: RFC 9112 enforced on top of http-parser.
  *
  * Debian's http-parser 2.9.4 is built non-strict: it takes "HTXP/1.1",

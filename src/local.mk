@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # poold.  Everything but main.c is the noinst library libpd so that the Check
 # suites can link it.  The two variants differ only in what is linked: with
 # --enable-pool, the pool's override and tiers; without, nothing (glibc).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* poold — the one log formatter.
  *
  * Every line of every process goes through pd_log() as

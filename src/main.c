@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* poold — entry point: parse the command line, report, run the master. */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* poold — the master process.
  *
  * pd_master_run reserves the allocator's arena and the shared counters,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* poold — declarations shared by the server's translation units.
  *
  * The server is a master (master.c) that forks worker processes (worker.c);

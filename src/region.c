@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* poold — per-request regions: the slow path, cleanups, reset, destroy.
  *
  * Memory of a region:

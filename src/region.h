@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* poold — per-request regions: bump allocation, everything freed at once.
  *
  * A region takes blocks from the process allocator (the pool or glibc,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* poold — the four routes.
  *
  * "/" names the allocator, worker and pid; "/plaintext" is the cheapest

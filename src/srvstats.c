@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* poold — per-worker counters shared by every process.
  *
  * The master maps one MAP_SHARED region before it forks, one cache line per

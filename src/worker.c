@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* poold — a worker process, and the workers it runs.
  *
  * pd_worker_run is everything a worker process does after fork: attach to

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # ---------------------------------------------------------------------------
 # The installed library (issue 30): tests/install.sh runs `make install
 # DESTDIR=...` of this build tree and builds the example of shmpool(3)

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # The library as a user gets it: `make install DESTDIR=...` of this build
 # tree, then the program of shmpool(3)'s EXAMPLES, compiled against the
 # installed <shmpool.h> with the flags `pkg-config --cflags --libs

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Tests, in a folder per subject, all run by `make check`:
 #   tests/pool/      the pool: its Check suites (tests/check_pool,
 #                    tests/check_crashpoints, tests/check_override), the

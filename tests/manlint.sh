@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Lint the manual pages with mandoc; any warning fails the test.  And
 # shmpool(3) must name every function the installed header exports
 # (POOL_API), and no function the header lacks.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Plots for bench/ab.  The harness writes a whitespace table whose first
 # row names the columns (x, then one column per series) and calls
 #   gnuplot -e "data='F.dat'; out='F.png'; ttl='...'; ylab='...'; kind='lines'" ab-plot.gp

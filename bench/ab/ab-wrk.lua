@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-2-Clause
 -- wrk script for bench/ab.  With an argument D > 1 (`wrk ... -- 16`) every
 -- request slot carries D pipelined GETs of the URL's path, as the
 -- TechEmpower pipelined plaintext test does.  In all cases done() prints

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* nreq: exactly N HTTP/1.1 requests over C keep-alive connections.
  *
  * The A/B harness (bench/ab) needs a client whose request count is exact,

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-2-Clause
 -- wrk script for bench/kill-soak's random mode: one request in 50 asks for
 -- /stats, whose heap check (debug builds) takes every pool lock, so that
 -- deaths at crash points land with many locks held as well as one; one in

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Instructions per malloc+free pair, counted by valgrind's callgrind, for
 # each workload and allocator.  Run from a build directory (or pass -b).
 #

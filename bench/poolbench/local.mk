@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # poolbench, the allocator micro-benchmark.  Built by `make`, run by hand,
 # never by `make check`.  It links the pool's tiers without the override:
 # its `malloc` is whatever the process has (glibc, or an allocator under

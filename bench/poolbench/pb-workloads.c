@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* poolbench — the workloads.
  *
  * Every workload is written once as an always-inline body over a pair of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Sourced by the benchmark scripts: where the peer allocators' shared
 # objects are, as their Debian packages install them.
 

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Every poolbench workload at -P 1, -P 2, -P 4, -T 2 and -T 4 for every
 # allocator, into one CSV and one Markdown table.  Run from a Release build
 # directory (or pass -b); poolbench --help describes the workloads.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* poolbench: the allocator alone, without the server around it.
  *
  * The workloads (pb-workloads.c) are compiled once per allocator: `pool`

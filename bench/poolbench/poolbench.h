@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* poolbench — what the workloads (pb-workloads.c) and the driver
  * (poolbench.c) share: the per-worker context a workload runs in, the ring
  * that carries blocks from one worker to the next, and the workload table.

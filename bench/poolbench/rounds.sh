@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # The cells whose figures move with the machine's state between one
 # invocation and the next (pingpong, batch free, anything under -P 4 on two
 # cores), measured in rounds: each round runs every arm once, one poolbench

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* faultcost: what a minor page fault costs on this machine.
  *
  * A heap shared by processes pays one fault per page per process that

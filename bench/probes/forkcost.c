@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* forkcost: what fork() costs an attached process, per MiB of arena in use.
  *
  * A child of an attached process gets a private copy of what it inherited

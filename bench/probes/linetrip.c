@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* linetrip: how long one cache line takes to go from one CPU to another
  * and back.  On a virtual machine the host decides which of its cores the
  * guest's CPUs run on, and moves them: two that share a cache hand a line

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libshmpool — Linux primitives (see prim.h for the contracts).
  *
  * Plain system calls only: nothing here may allocate, because these run

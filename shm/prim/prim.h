@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libshmpool — every call into the operating system.
  *
  * The tiers never call the OS directly: they go through these functions, so

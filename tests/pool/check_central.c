@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The central cache: batches, spans in and out, repairs, recovery of a lock
  * whose owner died, and pool_check() catching injected corruption. */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Crash safety of the pool: processes really die (SIGKILL, at the named
  * crash points of debug builds or anywhere), other processes go on in the
  * same classes and the page heap, and pool_reap() gives back what the dead

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* tests/check_crashpoints: the pool's crash safety, the one program of
  * check_crash.c and check_recovery.c.  Processes killed anywhere and
  * reaped, and lock holders dead between operations, in every build with

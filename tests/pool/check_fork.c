@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Fork of an attached process.  The child inherits a copy of the parent's
  * thread cache, whose objects the parent will go on handing out: the child
  * must drop that copy and detach, must ignore (and count) frees of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The lifecycle without a master: processes that end in every way --
  * exit, _exit, SIGKILL, exec, their attaching thread gone first -- are
  * found dead by the processes that go on using the arena, never by pid,

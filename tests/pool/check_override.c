@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* malloc's contract with the pool linked in as the process's malloc.
  *
  * Every contract test runs twice: in the "private" case (no arena: the pool

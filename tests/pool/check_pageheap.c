@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The page heap: carving, splitting, coalescing, big and aligned spans, and
  * giving pages back with MADV_REMOVE. */
 #include "config.h"

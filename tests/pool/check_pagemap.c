@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The arena and its page map: layout, attach checks, and the class and span
  * entries that free() reads. */
 #include "config.h"

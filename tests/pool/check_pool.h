@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Suites of tests/check_pool and tests/check_crashpoints (the pool linked
  * without the override) and the fixtures they share. */
 #ifndef CHECK_POOL_H

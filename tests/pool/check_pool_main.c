@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* tests/check_pool: runs the pool's unit suites.  Linked with
  * shm/libshmpool_core.la only, so Check's own allocations go to glibc and
  * never through the code under test.  Crash safety (check_crash.c,

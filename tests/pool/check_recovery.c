@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Recovery at the sizes real heaps reach: a process dies holding a pool
  * lock while the structure behind it holds thousands of spans, and the
  * next locker -- another process or a supervisor that only repairs and

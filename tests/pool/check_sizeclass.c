@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Size classes: the lookup tables against the class table, for every
  * request size up to POOL_MAX_SMALL. */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Stress: four workers share one arena and hammer it with pool_malloc,
  * pool_free and pool_realloc of random sizes 1 B..300 KiB, every block
  * carrying its own pattern, and hand blocks to each other through a queue so

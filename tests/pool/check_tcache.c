@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The thread cache and the allocation entry points: slow start, the
  * watermark, threads, fork, accounting, stats output, and the aborts on
  * double and invalid frees. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* crashfuzz — crash injection at scale, over the pool's public behaviour.
  *
  * For every crash point of the pool, on heaps of the shapes real ones

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # The crash points the sources use are the ones the library lists (which
 # crashfuzz runs, every one): a point added without being listed would
 # never be fuzzed, and a listed one the code no longer has would make the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # ---------------------------------------------------------------------------
 # libshmpool unit tests: tests/check_pool, linked with the tiers only (no
 # override), so Check's own allocations never run through the pool.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The fixtures and process helpers the pool's suites share (check_pool.h),
  * in tests/check_pool and tests/check_crashpoints alike. */
 #include "config.h"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Programs nobody here wrote, run on libshmpool.so through LD_PRELOAD: each
 # must print exactly what it prints on glibc malloc.  A probe asks the loaded
 # library (pool_attached, pool_owns on a fresh malloc) so that the test fails

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A dead child whose reap meets a stuck lock holder twice is still reaped
  * once the holder lets go; tests/pool/reapretry.sh runs it under
  * LD_PRELOAD=libshmpool.so SHMPOOL_MODE=children in builds with crash

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # A reap the library's wait() left pending, which meets the stuck lock
 # holder again at its retry, is still done at a later wait: tests/reapretry
 # (see there) kills an attached child while another is stopped inside a

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # shmpool-stat from outside: bad arguments cost one line and exit 2, a
 # process without an arena (or no process at all) one line and exit 1; a
 # program on the pool is read, in text and in JSON, with itself listed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests of the command line: defaults, every option in short and long
  * form, and every kind of bad argument (which must name the problem in one
  * line). */

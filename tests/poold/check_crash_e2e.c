@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* End to end: poold's workers die, and the master copes.  The tests run
  * the real binary ($POOLD, -w 2) on 127.0.0.1 and read its stderr through
  * a logger that stamps every line with the kernel's send time.

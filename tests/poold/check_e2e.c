@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* End-to-end tests: the real poold ($POOLD) with -w 2 on an ephemeral
  * loopback port, spoken to over raw sockets.  The HTTP, limits and process
  * cases run twice, the second time with --threads in place of -w: the same

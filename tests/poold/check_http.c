@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests of the framing: finding a head, the RFC 9112 rules poold adds
  * on top of http-parser (each with its status), the chunked decoder, and
  * the response heads. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Runner for tests/check_poold: every suite in check_poold.h.  With --unit
  * (make check-unit) only the parsers' suites run, no server is started. */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* poold's Check suites and the helpers the end-to-end suites share. */
 #ifndef CHECK_POOLD_H
 #define CHECK_POOLD_H

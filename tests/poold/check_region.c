@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests of the per-request region (src/region.c), a program of its
  * own: it compiles region.c without the rest of the server, and it wraps
  * malloc and free to count what the region holds from the process

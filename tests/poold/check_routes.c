@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests of route dispatch and of /heavy's allocation contract. */
 #include "config.h"
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """What poold answers to four hostile-client cases, and when, against a running
 server: a TLS ClientHello on the plain port, a request target longer than
 the header limit, a body trickled at 1 byte a second, and a keep-alive

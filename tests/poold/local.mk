@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # The server's Check program: unit suites and end-to-end tests against the
 # real binary ($POOLD).  It links libpd only, never the pool, so the same
 # tests run unchanged against either build of poold.

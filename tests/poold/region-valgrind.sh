@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Run the region's unit tests under valgrind: any error or leak fails.
 # check_region counts the region's mallocs with its own malloc, which
 # valgrind must then leave in place (nouserintercepts) while it still

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The fork contract of libshmpool in children mode, as a program that is
  * not linked with the pool sees it; tests/servers/fork.sh runs it under
  * LD_PRELOAD=libshmpool.so SHMPOOL_MODE=children.  fork() must give a child

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Per-block fill patterns for the allocator tests.
  *
  * A block's content is a function of a 64-bit seed (unique per block: who

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A small prefork program for tests/pool/preload.sh: a master and four children
  * that allocate and free concurrently with per-block patterns.  Run it with
  * LD_PRELOAD=libshmpool.so SHMPOOL_MODE=children: the master must stay on

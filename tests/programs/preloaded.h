@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* For test programs that are not linked with libshmpool and run under
  * LD_PRELOAD=libshmpool.so SHMPOOL_MODE=children (tests/programs/prefork.c,
  * tests/programs/forkcontract.c): the two pool calls they ask, found with dlsym so

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Apache 2.4 (Debian's apache2) with the prefork MPM on libshmpool.so in
 # children mode: the parent stays private, every child attaches.  With
 # MaxConnectionsPerChild 5 and keep-alive off, a child exits after five

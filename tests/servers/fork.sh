@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The fork contract itself (tests/programs/forkcontract.c): under LD_PRELOAD and
 # SHMPOOL_MODE=children, a private master forks an attached child, which
 # forks in turn; every process must read back only what it wrote itself,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Sourced by the tests in tests/servers/: real programs (nginx, PostgreSQL,
 # Apache, bash, Python) run on libshmpool.so the way a user runs them,
 #     LD_PRELOAD=libshmpool.so SHMPOOL_MODE=children program ...

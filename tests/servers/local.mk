@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # ---------------------------------------------------------------------------
 # Real programs on libshmpool.so under LD_PRELOAD and SHMPOOL_MODE=children
 # (issue 13): Debian's nginx, PostgreSQL 15 and Apache 2.4 prefork, started

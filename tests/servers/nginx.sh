@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # nginx (Debian's nginx-light) on libshmpool.so in children mode, as a user
 # would run it: the master stays private, its two workers attach.  Under
 # wrk load, 200 reloads (SIGHUP: two new workers each time, the old ones

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # PostgreSQL 15 (Debian's postgresql-15) on libshmpool.so in children mode:
 # the postmaster stays private, every process it forks attaches.  pgbench -C
 # opens a new connection, and so a new backend, for every transaction:

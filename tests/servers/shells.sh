@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Shells and scripting runtimes on libshmpool.so in children mode: bash
 # command substitutions, pipelines and subshells nested three deep, and
 # Python's subprocess and multiprocessing (fork start method), each run

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """ablib: the parts of bench/ab, the server A/B harness of poold.
 
 bench/ab is the command line; what it runs lives here, one concern a module:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Build variants and arms, and the builds.
 
 A *variant* is one configure line, built once out of tree.  An *arm* is what

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Callgrind's output: a worker's total instructions, its self cost per
 function, and which functions belong to the allocator or to the region."""
 

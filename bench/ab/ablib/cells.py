@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Workloads and cells: what one side-by-side comparison is.
 
 A cell is one workload at one concurrency with the arms that run in it: all

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Paths, errors, logging and the subprocess and CSV helpers every part of
 bench/ab shares."""
 

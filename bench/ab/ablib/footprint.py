@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Memory footprint: the whole server's PSS, after each workload of the
 timed pass and over time in the skewed-burst scenario.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The contention ladder: where contention between processes and
 contention between threads part, in the server itself.
 

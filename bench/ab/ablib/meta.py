@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """machine.json and settings.json: where the run was made, with what, and
 how, so that a report can be regenerated from its directory alone."""
 

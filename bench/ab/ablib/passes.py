@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The passes: timed cells with their fixed counts (CPU time and faults per
 request), instructions per request under callgrind, and the stats build's
 allocator counters.  Each writes its CSV after every cell, so an

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The gnuplot PNGs of a report: requests/s and p99 against concurrency per
 workload, the stats pass's central fetches and contention per size class,
 and the skewed burst's footprint against time.  bench/ab-plot.gp draws them

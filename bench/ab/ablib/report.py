@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """report.md from a results directory's CSV and JSON."""
 
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Servers and clients: poold started cold on the server CPUs, what /stats
 and /proc say about it, and the wrk and nreq clients on the client CPUs."""
 
