@@ -596,7 +596,7 @@ int pool_check_live_(char *msg, size_t cap, unsigned *left_out);
 int pool_check_view_(pool_arena_t *a, char *msg, size_t cap);
 
 /* ------------------------------------------------------------------------ */
-/* reap.c                                                                    */
+/* lockset.c                                                                 */
 /* ------------------------------------------------------------------------ */
 
 /* Take the page-heap lock and then every class lock (the order pool_check
@@ -606,6 +606,11 @@ void pool_lock_all_(pool_arena_t *a);
  * that is stuck): then nothing is held and it returns false. */
 bool pool_lock_all_timed_(pool_arena_t *a, unsigned ms);
 void pool_unlock_all_(pool_arena_t *a);
+
+/* ------------------------------------------------------------------------ */
+/* reap.c                                                                    */
+/* ------------------------------------------------------------------------ */
+
 /* Clear the tag of every live object and big span carrying `tag`: a
  * process that detaches keeps its objects, and no reap of a later holder
  * of the slot may take them.  Takes every lock. */
