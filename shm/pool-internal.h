@@ -164,6 +164,33 @@ static inline bool pool_span_mergeable(const pool_span_sh_t *l, const pool_span_
 {
     return l->owner == POOL_NO_TAG || r->owner == POOL_NO_TAG || l->owner == r->owner;
 }
+/* The spans in address order: they tile pages [0, carved).  Walk with
+ *     for (pool_span_walk_t w = pool_span_walk(a); (s = pool_span_next(a, &w)) != NULL;)
+ * under the page-heap lock, or on an arena read from outside. */
+typedef struct pool_span_walk_s {
+    uint32_t next;   /* the first page not walked yet */
+    uint32_t carved; /* the end of the walk: carved, at most the arena's pages */
+} pool_span_walk_t;
+static inline pool_span_walk_t pool_span_walk(const pool_arena_t *a)
+{
+    uint32_t carved = a->ph->carved;
+    return (pool_span_walk_t){ 0, carved < a->npages ? carved : a->npages };
+}
+/* The span that starts at w->next, w then past it.  NULL at the end, and
+ * at a descriptor that starts no span there ending within the carved
+ * pages (a tiling a dead holder broke, or one read from outside while it
+ * changed): w->next < w->carved tells that from the end. */
+static inline pool_span_sh_t *pool_span_next(const pool_arena_t *a, pool_span_walk_t *w)
+{
+    uint32_t p = w->next;
+    if (p >= w->carved)
+        return NULL;
+    pool_span_sh_t *s = &a->spans[p];
+    if (s->start != p || s->npages == 0 || s->npages > w->carved - p)
+        return NULL;
+    w->next = p + s->npages;
+    return s;
+}
 /* The span's memory and length in bytes. */
 static inline void *pool_span_addr(const pool_arena_t *a, const pool_span_sh_t *s)
 {

@@ -146,29 +146,13 @@ static void reap_objects(reap_t *rp, pool_span_sh_t *s)
         pool_journal_commit_(j);
 }
 
-/* Call visit on every span of the arena, in order.  REQUIRES: every lock
- * (the page heap's repair, when taking it, verified the tiling). */
-static void each_span(reap_t *rp, void (*visit)(reap_t *, pool_span_sh_t *, uint32_t))
-{
-    pool_arena_t *a = rp->a;
-    uint32_t carved = a->ph->carved;
-    for (uint32_t p = 0; p < carved;) {
-        pool_span_sh_t *s = &a->spans[p];
-        if (s->npages == 0 || s->start != p)
-            break;
-        uint32_t n = s->npages;
-        visit(rp, s, p);
-        p += n;
-    }
-}
-
 /* A span the dead process left between the tiers: one arriving at its
  * class is put on it, one leaving it goes on to the page heap.  They keep
  * their mover's tag until then, so that a reaper's death leaves them for
  * the next reap.  Visited before any object is given back: a span those
  * releases empty leaves its class under the same tag, and must not be
  * counted twice. */
-static void reap_transit(reap_t *rp, pool_span_sh_t *s, uint32_t p)
+static void reap_transit(reap_t *rp, pool_span_sh_t *s)
 {
     bool moving = s->listed == POOL_LISTED_ARRIVING || s->listed == POOL_LISTED_LEAVING;
     if (s->state != POOL_SPAN_SMALL || !moving || s->owner > POOL_MAX_TAG || !rp->dead[s->owner])
@@ -177,21 +161,21 @@ static void reap_transit(reap_t *rp, pool_span_sh_t *s, uint32_t p)
     if (s->listed == POOL_LISTED_ARRIVING) {
         pool_journal_sh_t *j = pool_lock_journal_(rp->a, POOL_LOCK_CENTRAL, s->cls);
         pool_journal_begin_(j, POOL_OP_ADD_SPAN);
-        pool_central_add_span_locked_(rp->a, s->cls, p);
+        pool_central_add_span_locked_(rp->a, s->cls, s->start);
         pool_journal_commit_(j);
     } else {
         s->next = rp->leaving;
-        rp->leaving = p;
+        rp->leaving = s->start;
     }
     rp->r->transit += (size_t)s->npages << POOL_PAGE_SHIFT;
 }
 
 /* A big span of the dead process, or a span with its objects. */
-static void reap_owned(reap_t *rp, pool_span_sh_t *s, uint32_t p)
+static void reap_owned(reap_t *rp, pool_span_sh_t *s)
 {
     if (s->state == POOL_SPAN_BIG && rp->dead[s->owner <= POOL_MAX_TAG ? s->owner : 0]) {
         s->next = rp->big;
-        rp->big = p;
+        rp->big = s->start;
         rp->r->live += (size_t)s->npages << POOL_PAGE_SHIFT;
     } else if (s->state == POOL_SPAN_SMALL &&
                (s->listed == POOL_LISTED_YES || s->listed == POOL_LISTED_NO)) {
@@ -295,14 +279,19 @@ static int reap_slots(pool_arena_t *a, const dead_t *d, pid_t pid, pool_reap_rep
     }
     r->recoveries = (unsigned)(pool_atomic_load_relaxed(&a->crash->xrecoveries) - before);
     bool process = false;
+    pool_span_sh_t *s;
     for (unsigned t = 1; t <= POOL_MAX_TAG; t++)
         process |= rp.dead[t];
+    /* The spans are walked whole: the page heap's repair, when taking its
+     * lock, verified the tiling. */
     if (process)
-        each_span(&rp, reap_transit);
+        for (pool_span_walk_t w = pool_span_walk(a); (s = pool_span_next(a, &w)) != NULL;)
+            reap_transit(&rp, s);
     for (unsigned k = 0; k < d->n; k++)
         reap_cache(&rp, &a->slots[d->idx[k]].tcache);
     if (process)
-        each_span(&rp, reap_owned);
+        for (pool_span_walk_t w = pool_span_walk(a); (s = pool_span_next(a, &w)) != NULL;)
+            reap_owned(&rp, s);
     while (rp.leaving != POOL_NIL) {
         uint32_t idx = rp.leaving;
         rp.leaving = a->spans[idx].next;
@@ -472,18 +461,14 @@ void pool_disown_(pool_arena_t *a, uint16_t tag)
     if (a->hdr == NULL || tag == POOL_NO_TAG || tag > POOL_MAX_TAG)
         return;
     pool_lock_all_(a);
-    uint32_t carved = a->ph->carved;
-    for (uint32_t p = 0; p < carved;) {
-        pool_span_sh_t *s = &a->spans[p];
-        if (s->npages == 0 || s->start != p)
-            break;
+    pool_span_sh_t *s;
+    for (pool_span_walk_t w = pool_span_walk(a); (s = pool_span_next(a, &w)) != NULL;) {
         if (s->state == POOL_SPAN_BIG && s->owner == tag)
             s->owner = POOL_NO_TAG;
         if (s->state == POOL_SPAN_SMALL)
             for (uint32_t oi = 0; oi < s->count; oi++)
                 if (*pool_owner_of(a, s, oi) == tag)
                     *pool_owner_of(a, s, oi) = POOL_NO_TAG;
-        p += s->npages;
     }
     pool_unlock_all_(a);
 }

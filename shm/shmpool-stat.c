@@ -197,21 +197,18 @@ static unsigned list_processes(const pool_arena_t *a, proc_t *procs)
             p->cached += (uint64_t)s->tcache.bins[cls].len * pool_classes_[cls].size;
     }
     /* Every handed-out object and big span, by the tag it carries. */
-    uint32_t carved = a->ph->carved < a->npages ? a->ph->carved : a->npages;
-    for (uint32_t p = 0; p < carved;) {
-        const pool_span_sh_t *s = &a->spans[p];
-        uint32_t len = s->npages;
-        if (s->start != p || len == 0 || len > carved - p)
-            len = 1;
+    for (pool_span_walk_t w = pool_span_walk(a); w.next < w.carved;) {
+        const pool_span_sh_t *s = pool_span_next(a, &w);
+        if (s == NULL)
+            w.next++; /* a span caught half made: on from the next page */
         else if (s->state == POOL_SPAN_BIG && s->owner <= POOL_MAX_TAG && by_tag[s->owner] >= 0)
-            procs[by_tag[s->owner]].live += (uint64_t)len << POOL_PAGE_SHIFT;
+            procs[by_tag[s->owner]].live += (uint64_t)s->npages << POOL_PAGE_SHIFT;
         else if (s->state == POOL_SPAN_SMALL && s->count <= POOL_MAX_OBJECTS)
             for (uint32_t oi = 0; oi < s->count; oi++) {
                 uint8_t tag = *pool_owner_of(a, s, oi);
                 if ((s->bitmap[oi / 64] >> (oi % 64) & 1) && by_tag[tag] >= 0)
                     procs[by_tag[tag]].live += s->objsize;
             }
-        p += len;
     }
     /* What sits in a process's own caches is not held by its callers. */
     for (unsigned k = 0; k < n; k++)
