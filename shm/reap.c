@@ -53,7 +53,7 @@ typedef struct reap_s {
     uint16_t mover;              /* tag the spans this reap moves carry */
     uint32_t leaving;            /* spans for the page heap, linked by next */
     uint32_t big;                /* dead big spans, linked by next */
-    pool_reap_report_t *r;
+    pool_reaprec_sh_t rec;       /* what it found, as the history keeps it */
 } reap_t;
 
 /* Release p into class cls within the step the caller began.  Spans that
@@ -103,10 +103,10 @@ static void reap_cache(reap_t *rp, pool_tcache_sh_t *tc)
             POOL_JSET(j, bin->len, bin->len > 0 ? bin->len - 1 : 0);
             drop_held(s, oi);
             found++;
-            rp->r->cached += size;
+            rp->rec.cached += size;
         }
         if (bin->head != NULL || bin->len != 0) {
-            rp->r->leaked += (size_t)bin->len * size;
+            rp->rec.leaked += (size_t)bin->len * size;
             pool_journal_step_(j);
             POOL_JSET(j, bin->head, NULL);
             POOL_JSET(j, bin->len, 0);
@@ -139,7 +139,7 @@ static void reap_objects(reap_t *rp, pool_span_sh_t *s)
         pool_journal_step_(j);
         if (reap_release(rp, cls, base + (size_t)oi * objsize)) {
             drop_held(s, oi);
-            rp->r->live += objsize;
+            rp->rec.live += objsize;
         }
     }
     if (begun)
@@ -167,7 +167,7 @@ static void reap_transit(reap_t *rp, pool_span_sh_t *s)
         s->next = rp->leaving;
         rp->leaving = s->start;
     }
-    rp->r->transit += (size_t)s->npages << POOL_PAGE_SHIFT;
+    rp->rec.transit += (size_t)s->npages << POOL_PAGE_SHIFT;
 }
 
 /* A big span of the dead process, or a span with its objects. */
@@ -176,7 +176,7 @@ static void reap_owned(reap_t *rp, pool_span_sh_t *s)
     if (s->state == POOL_SPAN_BIG && rp->dead[s->owner <= POOL_MAX_TAG ? s->owner : 0]) {
         s->next = rp->big;
         rp->big = s->start;
-        rp->r->live += (size_t)s->npages << POOL_PAGE_SHIFT;
+        rp->rec.live += (size_t)s->npages << POOL_PAGE_SHIFT;
     } else if (s->state == POOL_SPAN_SMALL &&
                (s->listed == POOL_LISTED_YES || s->listed == POOL_LISTED_NO)) {
         reap_objects(rp, s);
@@ -184,22 +184,30 @@ static void reap_owned(reap_t *rp, pool_span_sh_t *s)
 }
 
 /* Remember the reap for /stats.  REQUIRES: every lock. */
-static void reap_record(pool_arena_t *a, const pool_reap_report_t *r)
+static void reap_record(pool_arena_t *a, const pool_reaprec_sh_t *rec)
 {
     pool_crash_sh_t *c = a->crash;
-    pool_reaprec_sh_t *rec = &c->last[c->reaps % POOL_REAP_HISTORY];
-    rec->pid = r->pid;
-    rec->reaper = r->reaper;
-    rec->slots = r->slots;
-    rec->cached = r->cached;
-    rec->live = r->live;
-    rec->transit = r->transit;
-    rec->leaked = r->leaked;
+    c->last[c->reaps % POOL_REAP_HISTORY] = *rec;
     c->reaps++;
-    c->cached += r->cached;
-    c->live += r->live;
-    c->transit += r->transit;
-    c->leaked += r->leaked;
+    c->cached += rec->cached;
+    c->live += rec->live;
+    c->transit += rec->transit;
+    c->leaked += rec->leaked;
+}
+
+/* A reap as pool_reap() reports it; recoveries are the caller's to add
+ * (the history does not keep them). */
+static void reap_report(const pool_reaprec_sh_t *rec, pool_reap_report_t *r)
+{
+    *r = (pool_reap_report_t){
+        .pid = rec->pid,
+        .reaper = rec->reaper,
+        .slots = rec->slots,
+        .cached = rec->cached,
+        .live = rec->live,
+        .transit = rec->transit,
+        .leaked = rec->leaked,
+    };
 }
 
 /* Slots of one dead process, their life locks held by the caller. */
@@ -255,12 +263,10 @@ static int reap_slots(pool_arena_t *a, const dead_t *d, pid_t pid, pool_reap_rep
     reap_t rp;
     memset(&rp, 0, sizeof rp);
     rp.a = a;
-    rp.r = r;
     rp.leaving = rp.big = POOL_NIL;
-    memset(r, 0, sizeof *r);
-    r->pid = pid;
-    r->reaper = pool_prim_getpid_();
-    r->slots = d->n;
+    rp.rec.pid = pid;
+    rp.rec.reaper = pool_prim_getpid_();
+    rp.rec.slots = d->n;
     for (unsigned k = 0; k < d->n; k++) {
         /* A process's objects carry the tag of its first slot: only that
          * slot's death makes them garbage (a thread's alone frees only the
@@ -275,9 +281,10 @@ static int reap_slots(pool_arena_t *a, const dead_t *d, pid_t pid, pool_reap_rep
     uint64_t before = pool_atomic_load_relaxed(&a->crash->xrecoveries);
     if (!pool_lock_all_timed_(a, POOL_WAIT_MS)) {
         defer(a, d);
+        reap_report(&rp.rec, r);
         return EAGAIN;
     }
-    r->recoveries = (unsigned)(pool_atomic_load_relaxed(&a->crash->xrecoveries) - before);
+    unsigned recoveries = (unsigned)(pool_atomic_load_relaxed(&a->crash->xrecoveries) - before);
     bool process = false;
     pool_span_sh_t *s;
     for (unsigned t = 1; t <= POOL_MAX_TAG; t++)
@@ -304,7 +311,9 @@ static int reap_slots(pool_arena_t *a, const dead_t *d, pid_t pid, pool_reap_rep
         rp.big = a->spans[idx].next;
         pool_pageheap_free_locked_(a, idx);
     }
-    reap_record(a, r);
+    reap_record(a, &rp.rec);
+    reap_report(&rp.rec, r);
+    r->recoveries = recoveries;
     POOL_CRASH_POINT("reap.slot");
     for (unsigned k = 0; k < d->n; k++)
         pool_slot_release_(&a->slots[d->idx[k]]);
@@ -380,12 +389,7 @@ static int reaped_elsewhere(pool_arena_t *a, pid_t pid, pool_reap_report_t *r,
         const pool_reaprec_sh_t *rec = &c->last[(c->reaps - 1 - i) % POOL_REAP_HISTORY];
         if (rec->pid != pid)
             continue;
-        r->reaper = rec->reaper;
-        r->slots = rec->slots;
-        r->cached = rec->cached;
-        r->live = rec->live;
-        r->transit = rec->transit;
-        r->leaked = rec->leaked;
+        reap_report(rec, r);
         found = true;
     }
     pool_unlock_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0);
