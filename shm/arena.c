@@ -42,33 +42,31 @@ static uint64_t align_up(uint64_t v, uint64_t a)
     return (v + a - 1) & ~(a - 1);
 }
 
+/* Room for size bytes at the next multiple of align from *off: where it
+ * starts; *off moves past it. */
+static uint64_t carve(uint64_t *off, uint64_t size, uint64_t align)
+{
+    uint64_t at = align_up(*off, align);
+    *off = at + size;
+    return at;
+}
+
 static void layout_for(uint32_t npages, layout_t *l)
 {
-    uint64_t off = align_up(sizeof(pool_header_sh_t), 64);
-    l->off_central = off;
-    off += sizeof(pool_central_sh_t) * POOL_NCLASSES;
-    l->off_centralstats = off = align_up(off, 64);
-    off += sizeof(pool_centralstats_sh_t) * POOL_NCLASSES;
-    l->off_lockstats = off = align_up(off, 64);
-    off += sizeof(pool_lockstats_sh_t) * (1 + POOL_NCLASSES);
-    l->off_pageheap = off = align_up(off, 64);
-    off += sizeof(pool_pageheap_sh_t);
-    l->off_slots = off = align_up(off, 64);
-    off += sizeof(pool_slot_sh_t) * POOL_MAX_SLOTS;
-    l->off_journals = off = align_up(off, 64);
-    off += sizeof(pool_journal_sh_t) * (1 + POOL_NCLASSES);
-    l->off_crash = off = align_up(off, 64);
-    off += sizeof(pool_crash_sh_t);
-    l->off_spans = off = align_up(off, 64);
-    off += sizeof(pool_span_sh_t) * (uint64_t)npages;
-    l->off_pm_class = off = align_up(off, 64);
-    off += npages;
-    l->off_pm_span = off = align_up(off, 64);
-    off += sizeof(uint32_t) * (uint64_t)npages;
-    l->off_owners = off = align_up(off, 64);
-    off += (uint64_t)POOL_OWNER_ROW * npages;
-    l->off_data = off = align_up(off, POOL_PAGE_SIZE);
-    l->end = off + ((uint64_t)npages << POOL_PAGE_SHIFT);
+    uint64_t off = sizeof(pool_header_sh_t);
+    l->off_central = carve(&off, sizeof(pool_central_sh_t) * POOL_NCLASSES, 64);
+    l->off_centralstats = carve(&off, sizeof(pool_centralstats_sh_t) * POOL_NCLASSES, 64);
+    l->off_lockstats = carve(&off, sizeof(pool_lockstats_sh_t) * (1 + POOL_NCLASSES), 64);
+    l->off_pageheap = carve(&off, sizeof(pool_pageheap_sh_t), 64);
+    l->off_slots = carve(&off, sizeof(pool_slot_sh_t) * POOL_MAX_SLOTS, 64);
+    l->off_journals = carve(&off, sizeof(pool_journal_sh_t) * (1 + POOL_NCLASSES), 64);
+    l->off_crash = carve(&off, sizeof(pool_crash_sh_t), 64);
+    l->off_spans = carve(&off, sizeof(pool_span_sh_t) * (uint64_t)npages, 64);
+    l->off_pm_class = carve(&off, npages, 64);
+    l->off_pm_span = carve(&off, sizeof(uint32_t) * (uint64_t)npages, 64);
+    l->off_owners = carve(&off, (uint64_t)POOL_OWNER_ROW * npages, 64);
+    l->off_data = carve(&off, (uint64_t)npages << POOL_PAGE_SHIFT, POOL_PAGE_SIZE);
+    l->end = off;
 }
 
 /* Most data pages that fit in size bytes together with their metadata. */
