@@ -9,10 +9,12 @@
 #define TESTS_PRELOADED_H
 
 #include <dlfcn.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 static bool (*pool_owns_p)(const void *);
@@ -51,6 +53,23 @@ static inline void preloaded_holder(int ready_fd)
         _exit(1);
     for (;;)
         pause();
+}
+
+/* Fork a child that lives as preloaded_holder and dies with its parent
+ * (a parent that fails, or hangs and is ended, leaves no child), and wait
+ * for its byte on ready[0].  Its pid, or -1 when the fork failed or the
+ * child did not attach and allocate. */
+static inline pid_t preloaded_start_holder(const int ready[2])
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        preloaded_holder(ready[1]);
+    }
+    char c;
+    if (pid < 0 || read(ready[0], &c, 1) != 1)
+        return -1;
+    return pid;
 }
 
 #endif /* TESTS_PRELOADED_H */
