@@ -43,8 +43,6 @@ int main(void)
         return 77;
     }
     int ready[2];
-    if (pipe(ready) != 0)
-        return fail("pipe failed");
     pid_t a = preloaded_start_holder(ready);
     if (a < 0)
         return fail("child A did not start, attach and allocate");

@@ -100,8 +100,6 @@ int main(void)
         return fail("libshmpool has no pool_lock_stalled");
     signal(SIGALRM, on_alarm);
     int ready[2];
-    if (pipe(ready) != 0)
-        return fail("pipe failed");
     pid_t a = preloaded_start_holder(ready);
     if (a < 0)
         return fail("child A did not start, attach and allocate");

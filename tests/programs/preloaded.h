@@ -55,12 +55,16 @@ static inline void preloaded_holder(int ready_fd)
         pause();
 }
 
-/* Fork a child that lives as preloaded_holder and dies with its parent
- * (a parent that fails, or hangs and is ended, leaves no child), and wait
- * for its byte on ready[0].  Its pid, or -1 when the fork failed or the
- * child did not attach and allocate. */
-static inline pid_t preloaded_start_holder(const int ready[2])
+/* Make the pipe ready, fork a child that lives as preloaded_holder and
+ * dies with its parent (a parent that fails, or hangs and is ended, leaves
+ * no child), and wait for its byte on ready[0]; the caller's other
+ * children may say they are ready on the same pipe.  The child's pid, or
+ * -1 when the pipe or the fork failed or the child did not attach and
+ * allocate. */
+static inline pid_t preloaded_start_holder(int ready[2])
 {
+    if (pipe(ready) != 0)
+        return -1;
     pid_t pid = fork();
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
