@@ -144,6 +144,16 @@ static void free_arena(pool_arena_t *a, void *p)
     pool_tcache_free_(a, tc, cls, p);
 }
 
+/* free's fast path took a place in p's bin, then found it full or p
+ * suspect: the place goes back, in a function of its own so that the fast
+ * path decrements the room in memory and tests the result in one step. */
+void pool_free_slow_unroom_(void *p)
+{
+    pool_tcache_sh_t *tc = pool_tls_tcache_;
+    tc->bins[tc->pm_class[((uintptr_t)p - tc->base) >> POOL_PAGE_SHIFT]].room++;
+    pool_free_slow_(p);
+}
+
 void pool_free_slow_(void *p)
 {
     if (p == NULL)

@@ -239,7 +239,7 @@ static bool check_slots(chk_t *c)
         if (pool_atomic_load_acquire(&slot->xstate) == POOL_SLOT_FREE)
             continue;
         const pool_tcache_sh_t *tc = &slot->tcache;
-        if (tc->bins[0].head != NULL || tc->bins[0].watermark != 0)
+        if (tc->heads[0] != NULL || tc->bins[0].room != 0)
             return fail(c, "slot %u: bin 0 is not empty", i);
         /* From outside, the bins' links are addresses in the other
          * process: not to be followed here.  In a live arena another
@@ -249,12 +249,11 @@ static bool check_slots(chk_t *c)
         if (!walk && c->mode == CHK_LIVE)
             c->left_out++;
         for (unsigned cls = 1; walk && cls < POOL_NCLASSES; cls++) {
-            const pool_bin_t *bin = &tc->bins[cls];
-            uint32_t n = 0;
-            for (void *p = bin->head; p != NULL; p = *(void **)p) {
-                if (++n > bin->len)
+            uint32_t n = 0, len = pool_bin_len(tc, cls);
+            for (void *p = tc->heads[cls]; p != NULL; p = *(void **)p) {
+                if (++n > len)
                     return fail(c, "slot %u class %u: list longer than its length %u", i, cls,
-                                bin->len);
+                                len);
                 pool_span_sh_t *s = pool_pagemap_span_(a, p);
                 if (s == NULL || s->state != POOL_SPAN_SMALL || s->cls != cls)
                     return fail(c, "slot %u class %u: cached %p is not an object of the class",
@@ -272,9 +271,9 @@ static bool check_slots(chk_t *c)
                                 cls, p);
 #endif
             }
-            if (n != bin->len)
+            if (n != len)
                 return fail(c, "slot %u class %u: %u objects listed, length says %u", i, cls, n,
-                            bin->len);
+                            len);
         }
     }
     return true;

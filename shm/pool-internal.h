@@ -551,8 +551,19 @@ static inline bool pool_bin_holds(const pool_tcache_sh_t *tc, const void *p)
     return (uintptr_t)p - tc->base < tc->size && *pool_obj_mark(p) == tc;
 }
 
-/* Push p (an object of the bin's class) on a bin of tc. */
-static inline void pool_bin_push(pool_tcache_sh_t *tc, pool_bin_t *bin, void *p)
+/* Objects in bin cls of tc.  A reader in another process (a reaper, the
+ * statistics) takes the watermark the cache's own process set, which its
+ * SHMPOOL_TCACHE may have made other than the reader's. */
+static inline uint32_t pool_bin_len(const pool_tcache_sh_t *tc, unsigned cls)
+{
+    int64_t len = (int64_t)tc->watermark[cls] - pool_atomic_load_relaxed(&tc->bins[cls].room);
+    return len > 0 ? (uint32_t)len : 0;
+}
+
+/* Link p (an object of class cls) at the head of its bin of tc, leaving the
+ * room to the caller (pool_bin_push, or free's fast path, which has taken
+ * it already). */
+static inline void pool_bin_link(pool_tcache_sh_t *tc, unsigned cls, void *p)
 {
     void **w = p;
     /* The mark first: a reaper stops at a listed object without it.  The
@@ -560,9 +571,15 @@ static inline void pool_bin_push(pool_tcache_sh_t *tc, pool_bin_t *bin, void *p)
      * instructions. */
     w[1] = tc;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    w[0] = bin->head;
-    bin->head = p;
-    bin->len++;
+    w[0] = tc->heads[cls];
+    tc->heads[cls] = p;
+}
+
+/* Push p (an object of class cls) on its bin of tc. */
+static inline void pool_bin_push(pool_tcache_sh_t *tc, unsigned cls, void *p)
+{
+    pool_bin_link(tc, cls, p);
+    tc->bins[cls].room--;
 }
 
 /* Take p, the head of bin cls, found inside the arena: the one place an
@@ -571,16 +588,15 @@ static inline void pool_bin_push(pool_tcache_sh_t *tc, pool_bin_t *bin, void *p)
  * and debug hooks sit here. */
 static inline void *pool_bin_take(pool_tcache_sh_t *tc, unsigned cls, void *p)
 {
-    pool_bin_t *bin = &tc->bins[cls];
     void **w = p;
     if (pool_unlikely(w[1] != tc))
         pool_bin_corrupt_(p);
-    bin->head = w[0];
+    tc->heads[cls] = w[0];
     /* p off the list before its mark goes: a reaper stops at a listed
      * object without one. */
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     w[1] = NULL;
-    bin->len--;
+    tc->bins[cls].room++;
     if (pool_config_stats)
         tc->stats[cls].allocs++;
     if (pool_config_debug > 0)
@@ -591,7 +607,7 @@ static inline void *pool_bin_take(pool_tcache_sh_t *tc, unsigned cls, void *p)
 /* Pop the head of a non-empty bin (slow paths). */
 static inline void *pool_bin_pop(pool_tcache_sh_t *tc, unsigned cls)
 {
-    void *p = tc->bins[cls].head;
+    void *p = tc->heads[cls];
     if (pool_unlikely((uintptr_t)p - tc->base >= tc->size))
         pool_bin_corrupt_(p);
     return pool_bin_take(tc, cls, p);

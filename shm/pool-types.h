@@ -314,13 +314,16 @@ typedef struct pool_crash_sh_s {
 /* Thread cache and slots                                                    */
 /* ------------------------------------------------------------------------ */
 
-/* One size class of a thread cache. */
+/* What free's fast path tests of one size class of a thread cache.  Eight
+ * bytes, as a bin's head is, so that both fast paths index the two arrays
+ * by the class times eight, which an x86-64 address does for free (a
+ * struct of both would need the multiply). */
 typedef struct pool_bin_s {
-    void *head;         /* free objects threaded through their first word, each
-                         * marked in its second (pool_bin_push) */
-    uint32_t len;       /* objects on the list */
-    uint32_t watermark; /* free takes the slow path when len >= watermark */
-    uint32_t batch;     /* next fetch size; doubles up to the class maximum */
+    int32_t room;       /* frees the bin takes before free takes the slow path:
+                         * its watermark less its length, counted down so that
+                         * free's fast path decrements and tests it in one
+                         * step (and gives the one back on its way to the
+                         * slow path) */
     uint32_t misalign;  /* bits no object start of the class has set: its size's
                          * power-of-two part (at most a page) less one, as
                          * spans start on pages; free's fast path sends a
@@ -349,7 +352,14 @@ typedef struct pool_tcache_sh_s {
     uint16_t slot;           /* own slot index */
     uint16_t tag;            /* owner tag of the process (its attach slot + 1) */
     uint16_t pad_[2];
+    void *heads[POOL_NCLASSES]; /* per class, free objects threaded through
+                                 * their first word, each marked in its
+                                 * second (pool_bin_push) */
     pool_bin_t bins[POOL_NCLASSES];
+    uint32_t watermark[POOL_NCLASSES]; /* a bin's length at which free takes the
+                                        * slow path: its room when empty */
+    uint32_t batch[POOL_NCLASSES];     /* next fetch size; doubles up to the
+                                        * class maximum */
     pool_binstats_t stats[POOL_NCLASSES];
 } pool_tcache_sh_t;
 

@@ -84,13 +84,14 @@ static void reap_cache(reap_t *rp, pool_tcache_sh_t *tc)
     pool_arena_t *a = rp->a;
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
         pool_bin_t *bin = &tc->bins[cls];
-        if (bin->head == NULL && bin->len == 0)
+        void **head = &tc->heads[cls];
+        if (*head == NULL && pool_bin_len(tc, cls) == 0)
             continue;
         pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
         size_t size = pool_classes_[cls].size;
-        uint32_t found = 0, bound = bin->len + 1;
+        uint32_t found = 0, bound = pool_bin_len(tc, cls) + 1;
         pool_journal_begin_(j, POOL_OP_REAP);
-        for (void *p; (p = bin->head) != NULL && found < bound;) {
+        for (void *p; (p = *head) != NULL && found < bound;) {
             uint32_t oi;
             pool_span_sh_t *s = pool_object_span_(a, p, &oi);
             if (s == NULL || !pool_bin_holds(tc, p))
@@ -99,17 +100,17 @@ static void reap_cache(reap_t *rp, pool_tcache_sh_t *tc)
             pool_journal_step_(j);
             if (!reap_release(rp, cls, p))
                 break;
-            POOL_JSET(j, bin->head, next);
-            POOL_JSET(j, bin->len, bin->len > 0 ? bin->len - 1 : 0);
+            POOL_JSET(j, *head, next);
+            POOL_JSET(j, bin->room, pool_bin_len(tc, cls) > 0 ? bin->room + 1 : bin->room);
             drop_held(s, oi);
             found++;
             rp->rec.cached += size;
         }
-        if (bin->head != NULL || bin->len != 0) {
-            rp->rec.leaked += (size_t)bin->len * size;
+        if (*head != NULL || pool_bin_len(tc, cls) != 0) {
+            rp->rec.leaked += (size_t)pool_bin_len(tc, cls) * size;
             pool_journal_step_(j);
-            POOL_JSET(j, bin->head, NULL);
-            POOL_JSET(j, bin->len, 0);
+            POOL_JSET(j, *head, NULL);
+            POOL_JSET(j, bin->room, tc->watermark[cls]);
         }
         pool_journal_commit_(j);
     }

@@ -22,7 +22,7 @@ static void tcache_objects(pool_arena_t *a, uint64_t *per_class)
         if (pool_atomic_load_acquire(&slot->xstate) == POOL_SLOT_FREE)
             continue;
         for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
-            per_class[cls] += pool_atomic_load_relaxed(&slot->tcache.bins[cls].len);
+            per_class[cls] += pool_bin_len(&slot->tcache, cls);
     }
 }
 
@@ -182,7 +182,7 @@ static void jp_slots(json_t *j, pool_arena_t *a)
             sum.fetched += b->fetched;
             sum.releases += b->releases;
             sum.released += b->released;
-            cached += (uint64_t)s->tcache.bins[cls].len * pool_classes_[cls].size;
+            cached += (uint64_t)pool_bin_len(&s->tcache, cls) * pool_classes_[cls].size;
         }
         jp(j, "%s{\"slot\":%u,\"pid\":%d,\"tid\":%d,\"taken\":%s,\"cached_bytes\":%lu,"
               "\"allocs\":%lu,\"frees\":%lu,\"tcache_hits\":%lu,\"tcache_misses\":%lu,"

@@ -19,16 +19,18 @@ void pool_tcache_init_(pool_arena_t *a, pool_tcache_sh_t *tc, uint16_t slot)
     tc->size = a->data_size;
     tc->pm_class = a->pm_class;
     tc->slot = slot;
+    tc->heads[0] = NULL;
     memset(&tc->bins[0], 0, sizeof tc->bins[0]);
+    tc->watermark[0] = 0;
+    tc->batch[0] = 0;
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
-        pool_bin_t *bin = &tc->bins[cls];
-        bin->head = NULL;
-        bin->len = 0;
-        bin->watermark = pool_classes_[cls].watermark;
-        bin->batch = 1;
+        tc->heads[cls] = NULL;
+        tc->watermark[cls] = pool_classes_[cls].watermark;
+        tc->bins[cls].room = (int32_t)tc->watermark[cls];
+        tc->batch[cls] = 1;
         uint32_t size = pool_classes_[cls].size;
         uint32_t align = size & -size;
-        bin->misalign = (align < POOL_PAGE_SIZE ? align : POOL_PAGE_SIZE) - 1;
+        tc->bins[cls].misalign = (align < POOL_PAGE_SIZE ? align : POOL_PAGE_SIZE) - 1;
     }
 }
 
@@ -47,21 +49,23 @@ static void *held(pool_tcache_sh_t *tc, void *p)
     return p;
 }
 
-/* Take up to n objects off the head of a bin into out[]: the cut needs a
- * walk of n links either way, and the objects left stay warm for reuse.
- * The length follows the head object by object, so that a reaper of a
- * process killed in the middle finds them off by one at most, as after a
- * push or a pop; the objects already cut are the dead process's own to
- * the reaper, or its owner's, not a leak behind a length that counts
- * them.  Returns how many. */
-static uint32_t bin_cut(pool_tcache_sh_t *tc, pool_bin_t *bin, void **out, uint32_t n)
+/* Take up to n objects off a chain of tc's objects, *head, into out[]:
+ * the cut needs a walk of n links either way, and the objects left stay
+ * warm for reuse.  The room (*room: a bin's, or a chain's own) follows the
+ * head object by object, so that a reaper of a process killed in the
+ * middle finds the length off by one at most, as after a push or a pop;
+ * the objects already cut are the dead process's own to the reaper, or
+ * its owner's, not a leak behind a length that counts them.  Returns how
+ * many. */
+static uint32_t bin_cut(pool_tcache_sh_t *tc, void **head, int32_t *room, void **out,
+                        uint32_t n)
 {
     uint32_t k = 0;
-    for (void *p = bin->head; p != NULL && k < n; p = bin->head) {
+    for (void *p = *head; p != NULL && k < n; p = *head) {
         POOL_CRASH_POINT("tcache.cut");
         out[k++] = held(tc, p);
-        bin->head = *(void **)p;
-        bin->len--;
+        *head = *(void **)p;
+        ++*room;
         /* Keeps the compiler from gathering the decrements into one. */
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
     }
@@ -79,21 +83,21 @@ static void release(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, void *c
     pool_central_release_(a, cls, objs, n);
 }
 
-/* Give every object in bin (of class cls) back, a release at a time. */
-static void release_bin(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, pool_bin_t *bin)
+/* Give every object of a chain of class cls back, a release at a time. */
+static void release_chain(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, void **head,
+                          int32_t *room)
 {
     void *objs[POOL_RELEASE_MAX];
-    for (uint32_t n; (n = bin_cut(tc, bin, objs, POOL_RELEASE_MAX)) > 0;)
+    for (uint32_t n; (n = bin_cut(tc, head, room, objs, POOL_RELEASE_MAX)) > 0;)
         release(a, tc, cls, objs, n);
 }
 
 void pool_tcache_flush_(pool_arena_t *a, pool_tcache_sh_t *tc)
 {
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
-        pool_bin_t *bin = &tc->bins[cls];
-        release_bin(a, tc, cls, bin);
-        bin->len = 0;
-        bin->batch = 1;
+        release_chain(a, tc, cls, &tc->heads[cls], &tc->bins[cls].room);
+        tc->bins[cls].room = (int32_t)tc->watermark[cls];
+        tc->batch[cls] = 1;
     }
 }
 
@@ -114,22 +118,23 @@ void pool_thread_scavenge(void)
         return;
     pool_guard_enter();
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
-        pool_bin_t *bin = &tc->bins[cls];
-        if (bin->len == 0)
+        uint32_t len = pool_bin_len(tc, cls);
+        if (len == 0)
             continue;
         /* The first half stays: the most recently freed, warmest. */
-        uint32_t keep = bin->len / 2;
-        void **link = &bin->head;
+        uint32_t keep = len / 2;
+        void **link = &tc->heads[cls];
         for (uint32_t i = 0; i < keep; i++)
             link = held(tc, *link);
-        pool_bin_t rest = { .head = *link, .len = bin->len - keep };
+        void *rest = *link;
+        int32_t rest_room = 0;
         /* The length first: a death between the two leaves the bin's chain
          * longer than its length, which the reaper walks to the length
          * and one more, rather than a length past the chain's end. */
-        bin->len = keep;
+        tc->bins[cls].room = (int32_t)(tc->watermark[cls] - keep);
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
         *link = NULL;
-        release_bin(&pool_arena_, tc, cls, &rest);
+        release_chain(&pool_arena_, tc, cls, &rest, &rest_room);
     }
     /* An attached thread moves the quiet classes' empty spans: if it dies
      * on the way, its tag on them has the reaper finish the move. */
@@ -192,9 +197,8 @@ void pool_debug_on_free_(void *p)
  * is exhausted. */
 static bool refill(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
 {
-    pool_bin_t *bin = &tc->bins[cls];
     void *objs[POOL_FETCH_MAX];
-    uint32_t got = pool_central_fetch_(a, cls, bin->batch, tc->tag, objs);
+    uint32_t got = pool_central_fetch_(a, cls, tc->batch[cls], tc->tag, objs);
     if (pool_config_stats) {
         tc->stats[cls].misses++;
         tc->stats[cls].fetches++;
@@ -207,15 +211,15 @@ static bool refill(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
      * section.  In address order, so the first handed out is the first
      * in memory. */
     for (uint32_t i = got; i-- > 0;)
-        pool_bin_push(tc, bin, objs[i]);
+        pool_bin_push(tc, cls, objs[i]);
     uint32_t max = pool_classes_[cls].max_batch;
-    bin->batch = bin->batch * 2 < max ? bin->batch * 2 : max;
+    tc->batch[cls] = tc->batch[cls] * 2 < max ? tc->batch[cls] * 2 : max;
     return true;
 }
 
 void *pool_tcache_alloc_(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
 {
-    if (tc->bins[cls].head == NULL && !refill(a, tc, cls))
+    if (tc->heads[cls] == NULL && !refill(a, tc, cls))
         return NULL;
     return pool_bin_pop(tc, cls);
 }
@@ -236,29 +240,28 @@ static void check_free(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, void
         pool_fatal_("free(): double free of %p (class %u)", p, cls);
     if (*pool_obj_mark(p) != tc)
         return;
-    pool_bin_t *bin = &tc->bins[cls];
-    uint32_t n = 0;
-    for (void *q = bin->head; q != NULL && n <= bin->len; q = *(void **)q, n++)
+    uint32_t n = 0, len = pool_bin_len(tc, cls);
+    for (void *q = tc->heads[cls]; q != NULL && n <= len; q = *(void **)q, n++)
         if (held(tc, q) == p)
             pool_fatal_("free(): double free of %p (class %u, in the thread cache)", p, cls);
 }
 
 void pool_tcache_free_(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, void *p)
 {
-    pool_bin_t *bin = &tc->bins[cls];
     if (pool_config_debug > 0)
         pool_debug_on_free_(p);
     else
         check_free(a, tc, cls, p);
     void *objs[POOL_BATCH_MAX];
     /* The n most recently freed go back; the rest stay warm for reuse. */
-    uint32_t n = bin_cut(tc, bin, objs, pool_classes_[cls].max_batch);
+    uint32_t n = bin_cut(tc, &tc->heads[cls], &tc->bins[cls].room, objs,
+                         pool_classes_[cls].max_batch);
     if (n > 0) {
         if (pool_config_stats)
             tc->stats[cls].overflows++;
         release(a, tc, cls, objs, n);
     }
-    pool_bin_push(tc, bin, p);
+    pool_bin_push(tc, cls, p);
     if (pool_config_stats)
         tc->stats[cls].frees++;
 }

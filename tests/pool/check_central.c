@@ -379,10 +379,10 @@ START_TEST(test_check_finds_corruption)
     pool_test_assert_consistent();
 
     pool_tcache_sh_t *tc = pool_tls_tcache_;
-    tc->bins[CLS_96].len++; /* a bin length that lies */
+    tc->bins[CLS_96].room--; /* a bin length that lies */
     ck_assert_int_eq(pool_check(msg, sizeof msg), -1);
     ck_assert_msg(strstr(msg, "slot") != NULL, "message: %s", msg);
-    tc->bins[CLS_96].len--;
+    tc->bins[CLS_96].room++;
     pool_test_assert_consistent();
 
     /* The message is truncated to the caller's buffer. */

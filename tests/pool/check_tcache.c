@@ -19,44 +19,55 @@
 #include "pool-internal.h"
 #include "prim/prim.h"
 
-static pool_bin_t *bin_of(size_t size)
+/* The calling thread's bin of a size's class: its length, next batch and
+ * head. */
+static uint32_t len_of(size_t size)
 {
-    return &pool_tls_tcache_->bins[pool_sizeclass_of(size)];
+    return pool_bin_len(pool_tls_tcache_, pool_sizeclass_of(size));
+}
+
+static uint32_t batch_of(size_t size)
+{
+    return pool_tls_tcache_->batch[pool_sizeclass_of(size)];
+}
+
+static void *head_of(size_t size)
+{
+    return pool_tls_tcache_->heads[pool_sizeclass_of(size)];
 }
 
 START_TEST(test_slow_start)
 {
     void *p = pool_malloc(16);
-    pool_bin_t *bin = bin_of(16);
     /* First miss asked for one object, got its cache line's four (a batch
      * ends on a line boundary), and doubled the batch. */
-    ck_assert_uint_eq(bin->len, 3);
-    ck_assert_uint_eq(bin->batch, 2);
+    ck_assert_uint_eq(len_of(16), 3);
+    ck_assert_uint_eq(batch_of(16), 2);
     void *q[3];
     for (int i = 0; i < 3; i++)
         q[i] = pool_malloc(16);
-    ck_assert_uint_eq(bin->len, 0);
+    ck_assert_uint_eq(len_of(16), 0);
     void *r = pool_malloc(16); /* asked for two, got a line */
-    ck_assert_uint_eq(bin->len, 3);
-    ck_assert_uint_eq(bin->batch, 4);
+    ck_assert_uint_eq(len_of(16), 3);
+    ck_assert_uint_eq(batch_of(16), 4);
     /* A batch of half a 4 KiB page or more goes on to the end of the page
      * its last object ends in (16-byte objects: 128 and more). */
     uint32_t expect = 4;
     for (int i = 0; i < 600; i++) {
-        if (bin->len == 0) {
+        if (len_of(16) == 0) {
             uintptr_t first = (uintptr_t)pool_malloc(16);
             uintptr_t end = first + expect * 16;
             if (expect * 16 >= POOL_STREAM_BYTES / 2)
                 end = (end + POOL_STREAM_BYTES - 1) / POOL_STREAM_BYTES * POOL_STREAM_BYTES;
-            ck_assert_uint_eq(bin->len, (end - first) / 16 - 1);
+            ck_assert_uint_eq(len_of(16), (end - first) / 16 - 1);
             expect = expect * 2 < pool_classes_[1].max_batch ? expect * 2
                                                               : pool_classes_[1].max_batch;
-            ck_assert_uint_eq(bin->batch, expect);
+            ck_assert_uint_eq(batch_of(16), expect);
         } else {
             pool_malloc(16);
         }
     }
-    ck_assert_uint_eq(bin->batch, pool_classes_[1].max_batch);
+    ck_assert_uint_eq(batch_of(16), pool_classes_[1].max_batch);
     pool_free(p);
     for (int i = 0; i < 3; i++)
         pool_free(q[i]);
@@ -74,22 +85,21 @@ START_TEST(test_scavenge_halves_bins)
         p[i] = pool_malloc(48);
     for (int i = 0; i < 1000; i++)
         pool_free(p[i]);
-    pool_bin_t *bin = bin_of(48);
-    uint32_t len = bin->len;
+    uint32_t len = len_of(48);
     ck_assert_uint_ge(len, 1000);
-    ck_assert_ptr_eq(bin->head, p[999]);
+    ck_assert_ptr_eq(head_of(48), p[999]);
     pool_thread_scavenge();
-    ck_assert_uint_eq(bin->len, len / 2);
-    ck_assert_ptr_eq(bin->head, p[999]);
+    ck_assert_uint_eq(len_of(48), len / 2);
+    ck_assert_ptr_eq(head_of(48), p[999]);
     uint32_t n = 0;
-    for (void *q = bin->head; q != NULL; q = *(void **)q)
+    for (void *q = head_of(48); q != NULL; q = *(void **)q)
         n++;
     ck_assert_uint_eq(n, len / 2);
     pool_test_assert_consistent();
     for (int i = 0; i < 11; i++)
         pool_thread_scavenge();
-    ck_assert_uint_eq(bin->len, 0);
-    ck_assert_ptr_null(bin->head);
+    ck_assert_uint_eq(len_of(48), 0);
+    ck_assert_ptr_null(head_of(48));
     pool_test_assert_consistent();
 }
 END_TEST
@@ -98,7 +108,6 @@ START_TEST(test_watermark_releases_a_batch)
 {
     enum { N = 3000 };
     static void *obj[N];
-    pool_bin_t *bin = bin_of(96);
     const pool_class_t *c = &pool_classes_[pool_sizeclass_of(96)];
     ck_assert_uint_gt(N, c->watermark + c->max_batch);
     for (int i = 0; i < N; i++)
@@ -106,23 +115,23 @@ START_TEST(test_watermark_releases_a_batch)
     uint64_t released = 0;
     uint32_t maxlen = 0;
     for (int i = 0; i < N; i++) {
-        uint32_t before = bin->len;
+        uint32_t before = len_of(96);
         pool_free(obj[i]);
-        if (bin->len < before) {
+        if (len_of(96) < before) {
             /* Over the watermark: one batch went to central. */
             ck_assert_uint_eq(before, c->watermark);
-            ck_assert_uint_eq(bin->len, before + 1 - c->max_batch);
+            ck_assert_uint_eq(len_of(96), before + 1 - c->max_batch);
             released++;
         }
-        if (bin->len > maxlen)
-            maxlen = bin->len;
+        if (len_of(96) > maxlen)
+            maxlen = len_of(96);
     }
     ck_assert_uint_le(maxlen, c->watermark);
     ck_assert_uint_ge(released, 1);
     pool_test_assert_consistent();
     pool_test_assert_bytes_add_up();
     pool_thread_flush();
-    ck_assert_uint_eq(bin->len, 0);
+    ck_assert_uint_eq(len_of(96), 0);
     pool_usage_t u;
     pool_usage(&u);
     ck_assert_uint_eq(u.in_use, 0);
@@ -233,7 +242,7 @@ START_TEST(test_thread_exit_returns_slot)
     pool_slot_sh_t *s = &pool_arena_.slots[slot];
     ck_assert_uint_eq(s->xstate, POOL_SLOT_FREE);
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
-        ck_assert_uint_eq(s->tcache.bins[cls].len, 0);
+        ck_assert_uint_eq(pool_bin_len(&s->tcache, cls), 0);
     ck_assert(pool_owns(keep));
     pool_free(keep);
     pool_test_assert_consistent();
