@@ -32,7 +32,7 @@ pool_arena_t pool_arena_;
 /* ------------------------------------------------------------------------ */
 
 typedef struct layout_s {
-    uint64_t off_central, off_centralstats, off_lockstats, off_pageheap, off_slots;
+    uint64_t off_central, off_centralstats, off_lockstats, off_pageheap, off_slots, off_tcaches;
     uint64_t off_journals, off_crash, off_spans, off_pm_class, off_pm_span, off_owners;
     uint64_t off_data, end;
 } layout_t;
@@ -58,7 +58,12 @@ static void layout_for(uint32_t npages, layout_t *l)
     l->off_centralstats = carve(&off, sizeof(pool_centralstats_sh_t) * POOL_NCLASSES, 64);
     l->off_lockstats = carve(&off, sizeof(pool_lockstats_sh_t) * (1 + POOL_NCLASSES), 64);
     l->off_pageheap = carve(&off, sizeof(pool_pageheap_sh_t), 64);
+    /* Every slot's state is read by whoever looks for a free or a dead
+     * one, and a read touches a page of the arena for good: the states sit
+     * together, the caches, written only by a thread that takes a slot,
+     * apart. */
     l->off_slots = carve(&off, sizeof(pool_slot_sh_t) * POOL_MAX_SLOTS, 64);
+    l->off_tcaches = carve(&off, sizeof(pool_tcache_sh_t) * POOL_MAX_SLOTS, 64);
     l->off_journals = carve(&off, sizeof(pool_journal_sh_t) * (1 + POOL_NCLASSES), 64);
     l->off_crash = carve(&off, sizeof(pool_crash_sh_t), 64);
     l->off_spans = carve(&off, sizeof(pool_span_sh_t) * (uint64_t)npages, 64);
@@ -105,6 +110,7 @@ static void arena_view(pool_arena_t *a, pool_header_sh_t *h)
 {
     char *b = (char *)h;
     a->slots = (pool_slot_sh_t *)(b + h->off_slots);
+    a->tcaches = (pool_tcache_sh_t *)(b + h->off_tcaches);
     a->central = (pool_central_sh_t *)(b + h->off_central);
     a->cstats = (pool_centralstats_sh_t *)(b + h->off_centralstats);
     a->lockstats = (pool_lockstats_sh_t *)(b + h->off_lockstats);
@@ -205,6 +211,7 @@ int pool_arena_map_(size_t size)
     h->npages = npages;
     h->backing = backing;
     h->off_slots = l.off_slots;
+    h->off_tcaches = l.off_tcaches;
     h->off_central = l.off_central;
     h->off_centralstats = l.off_centralstats;
     h->off_lockstats = l.off_lockstats;

@@ -238,7 +238,7 @@ static bool check_slots(chk_t *c)
         const pool_slot_sh_t *slot = &a->slots[i];
         if (pool_atomic_load_acquire(&slot->xstate) == POOL_SLOT_FREE)
             continue;
-        const pool_tcache_sh_t *tc = &slot->tcache;
+        const pool_tcache_sh_t *tc = &a->tcaches[i];
         if (tc->heads[0] != NULL || tc->bins[0].room != 0)
             return fail(c, "slot %u: bin 0 is not empty", i);
         /* From outside, the bins' links are addresses in the other

@@ -192,6 +192,12 @@ static inline pool_span_sh_t *pool_span_next(const pool_arena_t *a, pool_span_wa
     return s;
 }
 /* The span's memory and length in bytes. */
+/* The thread cache of slot s of arena a. */
+static inline pool_tcache_sh_t *pool_slot_tcache(const pool_arena_t *a, const pool_slot_sh_t *s)
+{
+    return &a->tcaches[s - a->slots];
+}
+
 static inline void *pool_span_addr(const pool_arena_t *a, const pool_span_sh_t *s)
 {
     return (void *)(a->data + ((uintptr_t)s->start << POOL_PAGE_SHIFT));

@@ -81,7 +81,7 @@
 #define POOL_MAGIC UINT64_C(0x6c6f6f706d687373) /* "sshmpool" little-endian */
 /* Bumped whenever a shared structure changes shape.  Debug and spin builds
  * change the span and lock layouts, so they are folded into the version. */
-#define POOL_LAYOUT_VERSION 10u
+#define POOL_LAYOUT_VERSION 11u
 
 /* ------------------------------------------------------------------------ */
 /* Locks                                                                     */
@@ -391,7 +391,8 @@ typedef struct pool_slotstats_s {
 } pool_slotstats_t;
 
 /* One attached thread.  Lives in the arena so that, after a crash, another
- * process finds what the dead thread had cached. */
+ * process finds what the dead thread had cached; its cache is the arena's
+ * tcaches[] of the same index. */
 typedef struct pool_slot_sh_s {
     pool_lock_sh_t life; /* robust mutex the holding thread keeps locked */
     uint32_t xstate;   /* POOL_SLOT_FREE or the holder's pid (atomic) */
@@ -402,7 +403,6 @@ typedef struct pool_slot_sh_s {
     uint32_t tag;      /* owner tag the thread's objects carry */
     uint64_t start;    /* the process's start time, for POOL_SLOT_BYPID */
     pool_slotstats_t stats;
-    pool_tcache_sh_t tcache __attribute__((aligned(64)));
 } pool_slot_sh_t;
 
 /* ------------------------------------------------------------------------ */
@@ -418,7 +418,7 @@ typedef struct pool_header_sh_s {
     uint32_t npages;      /* data pages */
     uint32_t backing;     /* pool_backing_t: base pages, THP or hugetlb */
     /* byte offsets from base */
-    uint64_t off_slots, off_central, off_centralstats, off_lockstats;
+    uint64_t off_slots, off_tcaches, off_central, off_centralstats, off_lockstats;
     uint64_t off_pageheap, off_spans, off_pm_class, off_pm_span, off_data;
     uint64_t off_journals, off_owners, off_crash;
     uint64_t xfallbacks;     /* arena full: served privately (atomic) */
@@ -431,6 +431,7 @@ typedef struct pool_header_sh_s {
 typedef struct pool_arena_s {
     pool_header_sh_t *hdr;           /* NULL when no arena is mapped */
     pool_slot_sh_t *slots;           /* [POOL_MAX_SLOTS] */
+    pool_tcache_sh_t *tcaches;       /* [POOL_MAX_SLOTS]: slot i's thread cache */
     pool_central_sh_t *central;      /* [POOL_NCLASSES] */
     pool_centralstats_sh_t *cstats;  /* [POOL_NCLASSES] */
     pool_lockstats_sh_t *lockstats;  /* [1 + POOL_NCLASSES]: page heap, classes */

@@ -90,12 +90,13 @@ static uint16_t tag_of_slot(int slot)
 static void thread_exit(void *arg)
 {
     pool_slot_sh_t *slot = arg;
-    if (pool_tls_tcache_ != &slot->tcache)
+    pool_tcache_sh_t *tc = pool_slot_tcache(&pool_arena_, slot);
+    if (pool_tls_tcache_ != tc)
         return;
-    pool_tcache_flush_(&pool_arena_, &slot->tcache);
+    pool_tcache_flush_(&pool_arena_, tc);
     pool_tls_tcache_ = &pool_empty_tcache_;
     pool_tls_exited_ = true;
-    if (slot->tcache.slot != proc_slot) {
+    if (tc->slot != proc_slot) {
         pool_slot_release_(slot);
         return;
     }
@@ -194,11 +195,12 @@ pool_tcache_sh_t *pool_thread_setup_(void)
         /* The first slot of a process (pool_attach) names its tag. */
         uint16_t tag = tag_of_slot(proc_slot >= 0 ? proc_slot : (int)i);
         slot->tag = tag;
-        pool_tcache_init_(a, &slot->tcache, (uint16_t)i);
-        slot->tcache.tag = tag;
-        pool_tls_tcache_ = &slot->tcache;
+        pool_tcache_sh_t *tc = &a->tcaches[i];
+        pool_tcache_init_(a, tc, (uint16_t)i);
+        tc->tag = tag;
+        pool_tls_tcache_ = tc;
         pthread_setspecific(thread_key, slot);
-        return &slot->tcache;
+        return tc;
     }
     return NULL;
 }

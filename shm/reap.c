@@ -296,7 +296,7 @@ static int reap_slots(pool_arena_t *a, const dead_t *d, pid_t pid, pool_reap_rep
         for (pool_span_walk_t w = pool_span_walk(a); (s = pool_span_next(a, &w)) != NULL;)
             reap_transit(&rp, s);
     for (unsigned k = 0; k < d->n; k++)
-        reap_cache(&rp, &a->slots[d->idx[k]].tcache);
+        reap_cache(&rp, &a->tcaches[d->idx[k]]);
     if (process)
         for (pool_span_walk_t w = pool_span_walk(a); (s = pool_span_next(a, &w)) != NULL;)
             reap_owned(&rp, s);
@@ -325,7 +325,7 @@ static int reap_slots(pool_arena_t *a, const dead_t *d, pid_t pid, pool_reap_rep
 /* True when slot i is one of the calling thread's own. */
 static bool own_slot(pool_arena_t *a, unsigned i)
 {
-    return pool_tls_tcache_ == &a->slots[i].tcache || (int)i == pool_slot();
+    return pool_tls_tcache_ == &a->tcaches[i] || (int)i == pool_slot();
 }
 
 /* The slots after `from` held by pid that are dead, added to d. */

@@ -22,7 +22,7 @@ static void tcache_objects(pool_arena_t *a, uint64_t *per_class)
         if (pool_atomic_load_acquire(&slot->xstate) == POOL_SLOT_FREE)
             continue;
         for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
-            per_class[cls] += pool_bin_len(&slot->tcache, cls);
+            per_class[cls] += pool_bin_len(&a->tcaches[i], cls);
     }
 }
 
@@ -134,7 +134,7 @@ static void jp_classes(json_t *j, pool_arena_t *a)
         for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
             if (!a->slots[i].used)
                 continue;
-            const pool_binstats_t *b = &a->slots[i].tcache.stats[cls];
+            const pool_binstats_t *b = &a->tcaches[i].stats[cls];
             sum.allocs += b->allocs;
             sum.frees += b->frees;
             sum.misses += b->misses;
@@ -174,7 +174,7 @@ static void jp_slots(json_t *j, pool_arena_t *a)
         memset(&sum, 0, sizeof sum);
         uint64_t cached = 0;
         for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
-            const pool_binstats_t *b = &s->tcache.stats[cls];
+            const pool_binstats_t *b = &a->tcaches[i].stats[cls];
             sum.allocs += b->allocs;
             sum.frees += b->frees;
             sum.misses += b->misses;
@@ -182,7 +182,7 @@ static void jp_slots(json_t *j, pool_arena_t *a)
             sum.fetched += b->fetched;
             sum.releases += b->releases;
             sum.released += b->released;
-            cached += (uint64_t)pool_bin_len(&s->tcache, cls) * pool_classes_[cls].size;
+            cached += (uint64_t)pool_bin_len(&a->tcaches[i], cls) * pool_classes_[cls].size;
         }
         jp(j, "%s{\"slot\":%u,\"pid\":%d,\"tid\":%d,\"taken\":%s,\"cached_bytes\":%lu,"
               "\"allocs\":%lu,\"frees\":%lu,\"tcache_hits\":%lu,\"tcache_misses\":%lu,"

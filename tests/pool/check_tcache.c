@@ -242,7 +242,7 @@ START_TEST(test_thread_exit_returns_slot)
     pool_slot_sh_t *s = &pool_arena_.slots[slot];
     ck_assert_uint_eq(s->xstate, POOL_SLOT_FREE);
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
-        ck_assert_uint_eq(pool_bin_len(&s->tcache, cls), 0);
+        ck_assert_uint_eq(pool_bin_len(&pool_arena_.tcaches[slot], cls), 0);
     ck_assert(pool_owns(keep));
     pool_free(keep);
     pool_test_assert_consistent();
