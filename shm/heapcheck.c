@@ -112,12 +112,9 @@ static bool check_spans(chk_t *c, class_tot_t *tot, uint64_t *free_spans)
     const pool_span_sh_t *prev_free = NULL;
     if (ph->carved > a->npages)
         return fail(c, "page heap: carved %u beyond %u pages", ph->carved, a->npages);
-    for (uint32_t p = 0; p < ph->carved;) {
-        const pool_span_sh_t *s = &a->spans[p];
-        if (s->start != p || s->npages == 0 || (uint64_t)p + s->npages > ph->carved)
-            return fail(c, "page %u: descriptor (start %u, %u pages) does not start a span", p,
-                        s->start, s->npages);
-        uint32_t last = p + s->npages - 1;
+    pool_span_walk_t w = pool_span_walk(a);
+    for (const pool_span_sh_t *s; (s = pool_span_next(a, &w)) != NULL;) {
+        uint32_t p = s->start, last = p + s->npages - 1;
         for (uint32_t q = p + 1; q <= last; q++)
             if (a->spans[q].state != POOL_SPAN_NONE)
                 return fail(c, "page %u: inside span %u but has a live descriptor", q, p);
@@ -162,8 +159,10 @@ static bool check_spans(chk_t *c, class_tot_t *tot, uint64_t *free_spans)
             return fail(c, "span %u: bad state %u", p, s->state);
         }
         prev_free = s->state == POOL_SPAN_FREE ? s : NULL;
-        p += s->npages;
     }
+    if (w.next < w.carved)
+        return fail(c, "page %u: descriptor (start %u, %u pages) does not start a span", w.next,
+                    a->spans[w.next].start, a->spans[w.next].npages);
     /* The next carve takes these pages as they are, and a big span does
      * not write its class bytes. */
     for (uint32_t p = ph->carved; p < a->npages; p++)

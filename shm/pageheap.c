@@ -656,15 +656,15 @@ void pool_pageheap_rebuild_(pool_arena_t *a, unsigned unused)
         ph->heads[l] = POOL_NIL;
     memset(ph->nonempty, 0, sizeof ph->nonempty);
     ph->free_pages = ph->returned_pages = ph->small_pages = ph->big_pages = 0;
-    for (uint32_t p = 0; p < ph->carved; p += a->spans[p].npages) {
-        pool_span_sh_t *s = &a->spans[p];
+    pool_span_sh_t *s;
+    for (pool_span_walk_t w = pool_span_walk(a); (s = pool_span_next(a, &w)) != NULL;) {
         POOL_CRASH_POINT("recover.rebuild");
         switch (s->state) {
         case POOL_SPAN_FREE:
             ph->free_pages += s->npages;
             if (s->returned)
                 ph->returned_pages += s->npages;
-            list_push(a, NULL, p);
+            list_push(a, NULL, s->start);
             break;
         case POOL_SPAN_SMALL:
             ph->small_pages += s->npages;

@@ -164,6 +164,33 @@ static inline bool pool_span_mergeable(const pool_span_sh_t *l, const pool_span_
 {
     return l->owner == POOL_NO_TAG || r->owner == POOL_NO_TAG || l->owner == r->owner;
 }
+/* The spans in address order: they tile pages [0, carved).  Walk with
+ *     for (pool_span_walk_t w = pool_span_walk(a); (s = pool_span_next(a, &w)) != NULL;)
+ * under the page-heap lock, or on an arena read from outside. */
+typedef struct pool_span_walk_s {
+    uint32_t next;   /* the first page not walked yet */
+    uint32_t carved; /* the end of the walk: carved, at most the arena's pages */
+} pool_span_walk_t;
+static inline pool_span_walk_t pool_span_walk(const pool_arena_t *a)
+{
+    uint32_t carved = a->ph->carved;
+    return (pool_span_walk_t){ 0, carved < a->npages ? carved : a->npages };
+}
+/* The span that starts at w->next, w then past it.  NULL at the end, and
+ * at a descriptor that starts no span there ending within the carved
+ * pages (a tiling a dead holder broke, or one read from outside while it
+ * changed): w->next < w->carved tells that from the end. */
+static inline pool_span_sh_t *pool_span_next(const pool_arena_t *a, pool_span_walk_t *w)
+{
+    uint32_t p = w->next;
+    if (p >= w->carved)
+        return NULL;
+    pool_span_sh_t *s = &a->spans[p];
+    if (s->start != p || s->npages == 0 || s->npages > w->carved - p)
+        return NULL;
+    w->next = p + s->npages;
+    return s;
+}
 /* The span's memory and length in bytes. */
 static inline void *pool_span_addr(const pool_arena_t *a, const pool_span_sh_t *s)
 {
@@ -612,7 +639,7 @@ int pool_check_live_(char *msg, size_t cap, unsigned *left_out);
 int pool_check_view_(pool_arena_t *a, char *msg, size_t cap);
 
 /* ------------------------------------------------------------------------ */
-/* reap.c                                                                    */
+/* lockset.c                                                                 */
 /* ------------------------------------------------------------------------ */
 
 /* Take the page-heap lock and then every class lock (the order pool_check
@@ -622,6 +649,11 @@ void pool_lock_all_(pool_arena_t *a);
  * that is stuck): then nothing is held and it returns false. */
 bool pool_lock_all_timed_(pool_arena_t *a, unsigned ms);
 void pool_unlock_all_(pool_arena_t *a);
+
+/* ------------------------------------------------------------------------ */
+/* reap.c                                                                    */
+/* ------------------------------------------------------------------------ */
+
 /* Clear the tag of every live object and big span carrying `tag`: a
  * process that detaches keeps its objects, and no reap of a later holder
  * of the slot may take them.  Takes every lock. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* libshmpool — the dead: finding them, reaping them, taking every lock,
- * the watchdog's view of the locks, and ownership tags.
+/* libshmpool — the dead: finding them and reaping them; and ownership
+ * tags.
  *
  * A process is dead when the life locks of its slots are owner-dead
  * (pool_slot_sh_t): it exited, was killed, crashed or called exec.  No pid
@@ -18,7 +18,7 @@
  * Nothing a reap finds makes it abort.
  *
  * Entry points: pool_reap(), pool_reap_dead_(), pool_reap_maybe_(),
- * pool_repair(), pool_lock_stalled(), pool_adopt(), pool_disown_().
+ * pool_adopt(), pool_disown_().
  */
 #include "pool-internal.h"
 
@@ -31,83 +31,6 @@
 /* How often the processes using the arena look for the dead on their own:
  * the first allocation slow path past the due time does it. */
 #define POOL_REAP_PERIOD_NS UINT64_C(1000000000)
-
-void pool_lock_all_(pool_arena_t *a)
-{
-    pool_lock_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0);
-    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
-        pool_lock_(a, &a->central[cls].lock, POOL_LOCK_CENTRAL, cls);
-}
-
-bool pool_lock_all_timed_(pool_arena_t *a, unsigned ms)
-{
-    struct timespec deadline = pool_deadline_in_(ms);
-    if (!pool_lock_timed_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0, &deadline))
-        return false;
-    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
-        if (!pool_lock_timed_(a, &a->central[cls].lock, POOL_LOCK_CENTRAL, cls, &deadline)) {
-            while (--cls > 0)
-                pool_unlock_(a, &a->central[cls].lock, POOL_LOCK_CENTRAL, cls);
-            pool_unlock_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0);
-            return false;
-        }
-    }
-    return true;
-}
-
-void pool_unlock_all_(pool_arena_t *a)
-{
-    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
-        pool_unlock_(a, &a->central[cls].lock, POOL_LOCK_CENTRAL, cls);
-    pool_unlock_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0);
-}
-
-/* Take and release one lock by the deadline; false if a live holder kept it. */
-static bool repair_one(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsigned arg,
-                       const struct timespec *deadline)
-{
-    if (!pool_lock_timed_(a, l, kind, arg, deadline))
-        return false;
-    POOL_CRASH_POINT("repair.lock");
-    pool_unlock_(a, l, kind, arg);
-    return true;
-}
-
-int pool_repair(unsigned *recovered)
-{
-    pool_arena_t *a = &pool_arena_;
-    if (recovered != NULL)
-        *recovered = 0;
-    if (a->hdr == NULL || pool_arena_copied_())
-        return ENOENT;
-    uint64_t before = pool_atomic_load_relaxed(&a->crash->xrecoveries);
-    /* One deadline for all: past it, a free lock is still taken at once,
-     * and a held one is given up without waiting again. */
-    struct timespec deadline = pool_deadline_in_(POOL_WAIT_MS);
-    bool stuck = !repair_one(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0, &deadline);
-    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
-        stuck |= !repair_one(a, &a->central[cls].lock, POOL_LOCK_CENTRAL, cls, &deadline);
-    if (recovered != NULL)
-        *recovered = (unsigned)(pool_atomic_load_relaxed(&a->crash->xrecoveries) - before);
-    return stuck ? EAGAIN : 0;
-}
-
-pid_t pool_lock_stalled(unsigned min_ms)
-{
-    pool_arena_t *a = &pool_arena_;
-    if (a->hdr == NULL || pool_arena_copied_())
-        return 0;
-    uint64_t now = pool_prim_now_coarse_ns_(), bound = (uint64_t)min_ms * 1000000u;
-    for (unsigned i = 0; i < 1 + POOL_NCLASSES; i++) {
-        pool_journal_sh_t *j = &a->journals[i];
-        /* holder before since: a newer holder only makes since newer. */
-        int holder = pool_atomic_load_acquire(&j->xholder);
-        uint64_t since = pool_atomic_load_acquire(&j->xsince_ns);
-        if (holder != 0 && now > since && now - since >= bound)
-            return holder;
-    }
-    return 0;
-}
 
 /* Clear the debug builds' "held by a caller" bit of object oi. */
 static void drop_held(pool_span_sh_t *s, uint32_t oi)
@@ -130,7 +53,7 @@ typedef struct reap_s {
     uint16_t mover;              /* tag the spans this reap moves carry */
     uint32_t leaving;            /* spans for the page heap, linked by next */
     uint32_t big;                /* dead big spans, linked by next */
-    pool_reap_report_t *r;
+    pool_reaprec_sh_t rec;       /* what it found, as the history keeps it */
 } reap_t;
 
 /* Release p into class cls within the step the caller began.  Spans that
@@ -181,10 +104,10 @@ static void reap_cache(reap_t *rp, pool_tcache_sh_t *tc)
             POOL_JSET(j, bin->room, pool_bin_len(tc, cls) > 0 ? bin->room + 1 : bin->room);
             drop_held(s, oi);
             found++;
-            rp->r->cached += size;
+            rp->rec.cached += size;
         }
         if (*head != NULL || pool_bin_len(tc, cls) != 0) {
-            rp->r->leaked += (size_t)pool_bin_len(tc, cls) * size;
+            rp->rec.leaked += (size_t)pool_bin_len(tc, cls) * size;
             pool_journal_step_(j);
             POOL_JSET(j, *head, NULL);
             POOL_JSET(j, bin->room, tc->watermark[cls]);
@@ -217,27 +140,11 @@ static void reap_objects(reap_t *rp, pool_span_sh_t *s)
         pool_journal_step_(j);
         if (reap_release(rp, cls, base + (size_t)oi * objsize)) {
             drop_held(s, oi);
-            rp->r->live += objsize;
+            rp->rec.live += objsize;
         }
     }
     if (begun)
         pool_journal_commit_(j);
-}
-
-/* Call visit on every span of the arena, in order.  REQUIRES: every lock
- * (the page heap's repair, when taking it, verified the tiling). */
-static void each_span(reap_t *rp, void (*visit)(reap_t *, pool_span_sh_t *, uint32_t))
-{
-    pool_arena_t *a = rp->a;
-    uint32_t carved = a->ph->carved;
-    for (uint32_t p = 0; p < carved;) {
-        pool_span_sh_t *s = &a->spans[p];
-        if (s->npages == 0 || s->start != p)
-            break;
-        uint32_t n = s->npages;
-        visit(rp, s, p);
-        p += n;
-    }
 }
 
 /* A span the dead process left between the tiers: one arriving at its
@@ -246,7 +153,7 @@ static void each_span(reap_t *rp, void (*visit)(reap_t *, pool_span_sh_t *, uint
  * the next reap.  Visited before any object is given back: a span those
  * releases empty leaves its class under the same tag, and must not be
  * counted twice. */
-static void reap_transit(reap_t *rp, pool_span_sh_t *s, uint32_t p)
+static void reap_transit(reap_t *rp, pool_span_sh_t *s)
 {
     bool moving = s->listed == POOL_LISTED_ARRIVING || s->listed == POOL_LISTED_LEAVING;
     if (s->state != POOL_SPAN_SMALL || !moving || s->owner > POOL_MAX_TAG || !rp->dead[s->owner])
@@ -255,22 +162,22 @@ static void reap_transit(reap_t *rp, pool_span_sh_t *s, uint32_t p)
     if (s->listed == POOL_LISTED_ARRIVING) {
         pool_journal_sh_t *j = pool_lock_journal_(rp->a, POOL_LOCK_CENTRAL, s->cls);
         pool_journal_begin_(j, POOL_OP_ADD_SPAN);
-        pool_central_add_span_locked_(rp->a, s->cls, p);
+        pool_central_add_span_locked_(rp->a, s->cls, s->start);
         pool_journal_commit_(j);
     } else {
         s->next = rp->leaving;
-        rp->leaving = p;
+        rp->leaving = s->start;
     }
-    rp->r->transit += (size_t)s->npages << POOL_PAGE_SHIFT;
+    rp->rec.transit += (size_t)s->npages << POOL_PAGE_SHIFT;
 }
 
 /* A big span of the dead process, or a span with its objects. */
-static void reap_owned(reap_t *rp, pool_span_sh_t *s, uint32_t p)
+static void reap_owned(reap_t *rp, pool_span_sh_t *s)
 {
     if (s->state == POOL_SPAN_BIG && rp->dead[s->owner <= POOL_MAX_TAG ? s->owner : 0]) {
         s->next = rp->big;
-        rp->big = p;
-        rp->r->live += (size_t)s->npages << POOL_PAGE_SHIFT;
+        rp->big = s->start;
+        rp->rec.live += (size_t)s->npages << POOL_PAGE_SHIFT;
     } else if (s->state == POOL_SPAN_SMALL &&
                (s->listed == POOL_LISTED_YES || s->listed == POOL_LISTED_NO)) {
         reap_objects(rp, s);
@@ -278,22 +185,30 @@ static void reap_owned(reap_t *rp, pool_span_sh_t *s, uint32_t p)
 }
 
 /* Remember the reap for /stats.  REQUIRES: every lock. */
-static void reap_record(pool_arena_t *a, const pool_reap_report_t *r)
+static void reap_record(pool_arena_t *a, const pool_reaprec_sh_t *rec)
 {
     pool_crash_sh_t *c = a->crash;
-    pool_reaprec_sh_t *rec = &c->last[c->reaps % POOL_REAP_HISTORY];
-    rec->pid = r->pid;
-    rec->reaper = r->reaper;
-    rec->slots = r->slots;
-    rec->cached = r->cached;
-    rec->live = r->live;
-    rec->transit = r->transit;
-    rec->leaked = r->leaked;
+    c->last[c->reaps % POOL_REAP_HISTORY] = *rec;
     c->reaps++;
-    c->cached += r->cached;
-    c->live += r->live;
-    c->transit += r->transit;
-    c->leaked += r->leaked;
+    c->cached += rec->cached;
+    c->live += rec->live;
+    c->transit += rec->transit;
+    c->leaked += rec->leaked;
+}
+
+/* A reap as pool_reap() reports it; recoveries are the caller's to add
+ * (the history does not keep them). */
+static void reap_report(const pool_reaprec_sh_t *rec, pool_reap_report_t *r)
+{
+    *r = (pool_reap_report_t){
+        .pid = rec->pid,
+        .reaper = rec->reaper,
+        .slots = rec->slots,
+        .cached = rec->cached,
+        .live = rec->live,
+        .transit = rec->transit,
+        .leaked = rec->leaked,
+    };
 }
 
 /* Slots of one dead process, their life locks held by the caller. */
@@ -349,12 +264,10 @@ static int reap_slots(pool_arena_t *a, const dead_t *d, pid_t pid, pool_reap_rep
     reap_t rp;
     memset(&rp, 0, sizeof rp);
     rp.a = a;
-    rp.r = r;
     rp.leaving = rp.big = POOL_NIL;
-    memset(r, 0, sizeof *r);
-    r->pid = pid;
-    r->reaper = pool_prim_getpid_();
-    r->slots = d->n;
+    rp.rec.pid = pid;
+    rp.rec.reaper = pool_prim_getpid_();
+    rp.rec.slots = d->n;
     for (unsigned k = 0; k < d->n; k++) {
         /* A process's objects carry the tag of its first slot: only that
          * slot's death makes them garbage (a thread's alone frees only the
@@ -369,18 +282,24 @@ static int reap_slots(pool_arena_t *a, const dead_t *d, pid_t pid, pool_reap_rep
     uint64_t before = pool_atomic_load_relaxed(&a->crash->xrecoveries);
     if (!pool_lock_all_timed_(a, POOL_WAIT_MS)) {
         defer(a, d);
+        reap_report(&rp.rec, r);
         return EAGAIN;
     }
-    r->recoveries = (unsigned)(pool_atomic_load_relaxed(&a->crash->xrecoveries) - before);
+    unsigned recoveries = (unsigned)(pool_atomic_load_relaxed(&a->crash->xrecoveries) - before);
     bool process = false;
+    pool_span_sh_t *s;
     for (unsigned t = 1; t <= POOL_MAX_TAG; t++)
         process |= rp.dead[t];
+    /* The spans are walked whole: the page heap's repair, when taking its
+     * lock, verified the tiling. */
     if (process)
-        each_span(&rp, reap_transit);
+        for (pool_span_walk_t w = pool_span_walk(a); (s = pool_span_next(a, &w)) != NULL;)
+            reap_transit(&rp, s);
     for (unsigned k = 0; k < d->n; k++)
         reap_cache(&rp, &a->slots[d->idx[k]].tcache);
     if (process)
-        each_span(&rp, reap_owned);
+        for (pool_span_walk_t w = pool_span_walk(a); (s = pool_span_next(a, &w)) != NULL;)
+            reap_owned(&rp, s);
     while (rp.leaving != POOL_NIL) {
         uint32_t idx = rp.leaving;
         rp.leaving = a->spans[idx].next;
@@ -393,7 +312,9 @@ static int reap_slots(pool_arena_t *a, const dead_t *d, pid_t pid, pool_reap_rep
         rp.big = a->spans[idx].next;
         pool_pageheap_free_locked_(a, idx);
     }
-    reap_record(a, r);
+    reap_record(a, &rp.rec);
+    reap_report(&rp.rec, r);
+    r->recoveries = recoveries;
     POOL_CRASH_POINT("reap.slot");
     for (unsigned k = 0; k < d->n; k++)
         pool_slot_release_(&a->slots[d->idx[k]]);
@@ -469,12 +390,7 @@ static int reaped_elsewhere(pool_arena_t *a, pid_t pid, pool_reap_report_t *r,
         const pool_reaprec_sh_t *rec = &c->last[(c->reaps - 1 - i) % POOL_REAP_HISTORY];
         if (rec->pid != pid)
             continue;
-        r->reaper = rec->reaper;
-        r->slots = rec->slots;
-        r->cached = rec->cached;
-        r->live = rec->live;
-        r->transit = rec->transit;
-        r->leaked = rec->leaked;
+        reap_report(rec, r);
         found = true;
     }
     pool_unlock_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0);
@@ -550,18 +466,14 @@ void pool_disown_(pool_arena_t *a, uint16_t tag)
     if (a->hdr == NULL || tag == POOL_NO_TAG || tag > POOL_MAX_TAG)
         return;
     pool_lock_all_(a);
-    uint32_t carved = a->ph->carved;
-    for (uint32_t p = 0; p < carved;) {
-        pool_span_sh_t *s = &a->spans[p];
-        if (s->npages == 0 || s->start != p)
-            break;
+    pool_span_sh_t *s;
+    for (pool_span_walk_t w = pool_span_walk(a); (s = pool_span_next(a, &w)) != NULL;) {
         if (s->state == POOL_SPAN_BIG && s->owner == tag)
             s->owner = POOL_NO_TAG;
         if (s->state == POOL_SPAN_SMALL)
             for (uint32_t oi = 0; oi < s->count; oi++)
                 if (*pool_owner_of(a, s, oi) == tag)
                     *pool_owner_of(a, s, oi) = POOL_NO_TAG;
-        p += s->npages;
     }
     pool_unlock_all_(a);
 }

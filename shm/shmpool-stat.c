@@ -104,11 +104,11 @@ static int copy_arena(source_t *src)
         return errno;
     pool_header_sh_t h;
     int rc = read_at(fd, &h, sizeof h, src->start);
-    if (rc == 0 && (h.magic != POOL_MAGIC || h.off_data > src->end - src->start))
+    if (rc == 0 && (h.magic != POOL_MAGIC || h.layout.off_data > src->end - src->start))
         rc = EINVAL;
     if (rc == 0) {
         free(src->map);
-        src->len = h.off_data;
+        src->len = h.layout.off_data;
         src->map = malloc(src->len);
         rc = src->map == NULL ? ENOMEM : read_at(fd, src->map, src->len, src->start);
     }
@@ -197,21 +197,18 @@ static unsigned list_processes(const pool_arena_t *a, proc_t *procs)
             p->cached += (uint64_t)pool_bin_len(&s->tcache, cls) * pool_classes_[cls].size;
     }
     /* Every handed-out object and big span, by the tag it carries. */
-    uint32_t carved = a->ph->carved < a->npages ? a->ph->carved : a->npages;
-    for (uint32_t p = 0; p < carved;) {
-        const pool_span_sh_t *s = &a->spans[p];
-        uint32_t len = s->npages;
-        if (s->start != p || len == 0 || len > carved - p)
-            len = 1;
+    for (pool_span_walk_t w = pool_span_walk(a); w.next < w.carved;) {
+        const pool_span_sh_t *s = pool_span_next(a, &w);
+        if (s == NULL)
+            w.next++; /* a span caught half made: on from the next page */
         else if (s->state == POOL_SPAN_BIG && s->owner <= POOL_MAX_TAG && by_tag[s->owner] >= 0)
-            procs[by_tag[s->owner]].live += (uint64_t)len << POOL_PAGE_SHIFT;
+            procs[by_tag[s->owner]].live += (uint64_t)s->npages << POOL_PAGE_SHIFT;
         else if (s->state == POOL_SPAN_SMALL && s->count <= POOL_MAX_OBJECTS)
             for (uint32_t oi = 0; oi < s->count; oi++) {
                 uint8_t tag = *pool_owner_of(a, s, oi);
                 if ((s->bitmap[oi / 64] >> (oi % 64) & 1) && by_tag[tag] >= 0)
                     procs[by_tag[tag]].live += s->objsize;
             }
-        p += len;
     }
     /* What sits in a process's own caches is not held by its callers. */
     for (unsigned k = 0; k < n; k++)

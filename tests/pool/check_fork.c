@@ -225,19 +225,37 @@ static void child_allocates(fork_sh_t *sh, bool reattach)
     _exit(0);
 }
 
+/* Fork with the parent's PARENT_LIVE blocks live and its cache primed:
+ * the child's pid, 0 in the child.  *in_use_before gets the arena's use
+ * before the blocks. */
+static pid_t fork_with_blocks(size_t *in_use_before)
+{
+    pool_usage_t u;
+    pool_usage(&u);
+    *in_use_before = u.in_use;
+    ck_assert(alloc_blocks(parent_blocks, PARENT_LIVE, 1));
+    prime_cache();
+    pid_t pid = fork();
+    ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
+    return pid;
+}
+
+/* Free the parent's blocks, with the MORE it allocated after the fork,
+ * and see the arena back where fork_with_blocks found it. */
+static void settle_after_fork(fork_sh_t *sh, size_t in_use_before)
+{
+    free_blocks(parent_blocks, PARENT_LIVE + MORE);
+    pool_thread_flush();
+    pool_test_assert_settled(in_use_before);
+    munmap(sh, sizeof *sh);
+}
+
 /* Parent and child allocate at the same time; both keep their blocks. */
 static void fork_and_allocate(bool reattach)
 {
     fork_sh_t *sh = fork_map();
-    pool_usage_t u;
-    pool_usage(&u);
-    size_t in_use_before = u.in_use;
-
-    ck_assert(alloc_blocks(parent_blocks, PARENT_LIVE, 1));
-    prime_cache();
-
-    pid_t pid = fork();
-    ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
+    size_t in_use_before;
+    pid_t pid = fork_with_blocks(&in_use_before);
     if (pid == 0)
         child_allocates(sh, reattach);
 
@@ -263,10 +281,7 @@ static void fork_and_allocate(bool reattach)
     ck_assert_msg(bad < 0, "parent block %ld allocated after fork overwritten",
                   bad);
 
-    free_blocks(parent_blocks, PARENT_LIVE + MORE);
-    pool_thread_flush();
-    pool_test_assert_settled(in_use_before);
-    munmap(sh, sizeof *sh);
+    settle_after_fork(sh, in_use_before);
 }
 
 START_TEST(test_fork_no_double_handout)
@@ -287,16 +302,10 @@ END_TEST
 START_TEST(test_fork_child_frees_ignored)
 {
     fork_sh_t *sh = fork_map();
-    pool_usage_t u;
-    pool_usage(&u);
-    size_t in_use_before = u.in_use;
-
-    ck_assert(alloc_blocks(parent_blocks, PARENT_LIVE, 1));
-    prime_cache();
-
-    pid_t pid = fork();
-    ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
+    size_t in_use_before;
+    pid_t pid = fork_with_blocks(&in_use_before);
     if (pid == 0) {
+        pool_usage_t u;
         pool_usage(&u);
         sh->foreign_before = u.foreign_frees;
         unsigned freed = 0;
@@ -331,10 +340,7 @@ START_TEST(test_fork_child_frees_ignored)
     bad = find_broken(parent_blocks, PARENT_LIVE, 1);
     ck_assert_msg(bad < 0, "parent block %ld handed out again", bad);
 
-    free_blocks(parent_blocks, PARENT_LIVE + MORE);
-    pool_thread_flush();
-    pool_test_assert_settled(in_use_before);
-    munmap(sh, sizeof *sh);
+    settle_after_fork(sh, in_use_before);
 }
 END_TEST
 

@@ -23,19 +23,21 @@ typedef struct words_s {
     uint8_t *w1;
 } words_t;
 
-static words_t scratch(void)
+/* What every test journals, and into which journal (journal_setup). */
+static words_t w;
+static pool_journal_sh_t *j;
+
+/* A fresh arena; w and j point into it. */
+static void journal_setup(void)
 {
-    uint64_t *w = (uint64_t *)(void *)&pool_arena_.spans[pool_arena_.npages - 1];
-    return (words_t){ &w[0], (uint32_t *)(void *)&w[1], (uint16_t *)(void *)&w[2],
-                      (uint8_t *)(void *)&w[3] };
+    pool_test_create();
+    uint64_t *last = (uint64_t *)(void *)&pool_arena_.spans[pool_arena_.npages - 1];
+    w = (words_t){ &last[0], (uint32_t *)(void *)&last[1], (uint16_t *)(void *)&last[2],
+                   (uint8_t *)(void *)&last[3] };
+    j = pool_lock_journal_(&pool_arena_, POOL_LOCK_CENTRAL, 5);
 }
 
-static pool_journal_sh_t *class_journal(void)
-{
-    return pool_lock_journal_(&pool_arena_, POOL_LOCK_CENTRAL, 5);
-}
-
-static void set_words(words_t w, uint64_t v8, uint32_t v4, uint16_t v2, uint8_t v1)
+static void set_words(uint64_t v8, uint32_t v4, uint16_t v2, uint8_t v1)
 {
     *w.w8 = v8;
     *w.w4 = v4;
@@ -43,7 +45,7 @@ static void set_words(words_t w, uint64_t v8, uint32_t v4, uint16_t v2, uint8_t 
     *w.w1 = v1;
 }
 
-static void assert_words(words_t w, uint64_t v8, uint32_t v4, uint16_t v2, uint8_t v1)
+static void assert_words(uint64_t v8, uint32_t v4, uint16_t v2, uint8_t v1)
 {
     ck_assert_uint_eq(*w.w8, v8);
     ck_assert_uint_eq(*w.w4, v4);
@@ -55,9 +57,7 @@ static void assert_words(words_t w, uint64_t v8, uint32_t v4, uint16_t v2, uint8
  * before the first save, so the undo runs newest first. */
 START_TEST(test_undo_restores_newest_first)
 {
-    words_t w = scratch();
-    pool_journal_sh_t *j = class_journal();
-    set_words(w, 0x1111222233334444u, 0x55556666u, 0x7777, 0x88);
+    set_words(0x1111222233334444u, 0x55556666u, 0x7777, 0x88);
     uint64_t undone = j->rolled_back, total = pool_arena_.crash->xrolled_back;
 
     pool_journal_begin_(j, POOL_OP_FETCH);
@@ -69,7 +69,7 @@ START_TEST(test_undo_restores_newest_first)
     ck_assert_uint_eq(j->n, 5);
     ck_assert(pool_journal_undo_(&pool_arena_, j));
 
-    assert_words(w, 0x1111222233334444u, 0x55556666u, 0x7777, 0x88);
+    assert_words(0x1111222233334444u, 0x55556666u, 0x7777, 0x88);
     ck_assert_uint_eq(j->op, POOL_OP_NONE);
     ck_assert_uint_eq(j->n, 0);
     ck_assert_uint_eq(j->step, 0);
@@ -82,21 +82,19 @@ END_TEST
  * after its last commit are dropped, not written. */
 START_TEST(test_committed_is_kept)
 {
-    words_t w = scratch();
-    pool_journal_sh_t *j = class_journal();
-    set_words(w, 1, 2, 3, 4);
+    set_words(1, 2, 3, 4);
 
     pool_journal_begin_(j, POOL_OP_RELEASE);
     POOL_JSET(j, *w.w8, 10u);
     POOL_JSET(j, *w.w4, 20u);
     pool_journal_commit_(j);
-    assert_words(w, 10, 20, 3, 4);
+    assert_words(10, 20, 3, 4);
     /* Saved outside any operation (as a dead holder may leave them). */
     pool_journal_save_(j, w.w2, sizeof *w.w2);
     *w.w2 = 30;
     uint64_t undone = j->rolled_back;
     ck_assert(pool_journal_undo_(&pool_arena_, j));
-    assert_words(w, 10, 20, 30, 4);
+    assert_words(10, 20, 30, 4);
     ck_assert_uint_eq(j->n, 0);
     ck_assert_uint_eq(j->rolled_back, undone);
 }
@@ -106,9 +104,7 @@ END_TEST
  * undo then takes back only the step in progress. */
 START_TEST(test_undo_stops_at_the_last_step)
 {
-    words_t w = scratch();
-    pool_journal_sh_t *j = class_journal();
-    set_words(w, 0, 0, 0, 0);
+    set_words(0, 0, 0, 0);
 
     pool_journal_begin_(j, POOL_OP_PH_RETURN);
     uint64_t gen = j->gen;
@@ -123,7 +119,7 @@ START_TEST(test_undo_stops_at_the_last_step)
     POOL_JSET(j, *w.w4, 7u);
     POOL_JSET(j, *w.w8, v + 1);
     ck_assert(pool_journal_undo_(&pool_arena_, j));
-    assert_words(w, v, 0, 0, 0);
+    assert_words(v, 0, 0, 0);
 }
 END_TEST
 
@@ -132,9 +128,7 @@ END_TEST
  * others are still restored. */
 START_TEST(test_undo_refuses_foreign_entries)
 {
-    words_t w = scratch();
-    pool_journal_sh_t *j = class_journal();
-    set_words(w, 1, 2, 3, 4);
+    set_words(1, 2, 3, 4);
     uint64_t *block = pool_malloc(64);
     ck_assert_ptr_nonnull(block);
     block[0] = 0x5eed;
@@ -153,7 +147,7 @@ START_TEST(test_undo_refuses_foreign_entries)
 
     ck_assert(!pool_journal_undo_(&pool_arena_, j));
     ck_assert_uint_eq(block[0], 0x5eed);
-    assert_words(w, 1, 2, 3, 4);
+    assert_words(1, 2, 3, 4);
     ck_assert_uint_eq(j->op, POOL_OP_NONE);
     pool_free(block);
 }
@@ -164,9 +158,7 @@ END_TEST
  * same state as one undo that ran to its end. */
 START_TEST(test_undo_twice_same_state)
 {
-    words_t w = scratch();
-    pool_journal_sh_t *j = class_journal();
-    set_words(w, 100, 200, 300, 40);
+    set_words(100, 200, 300, 40);
 
     pool_journal_begin_(j, POOL_OP_PH_ALLOC);
     POOL_JSET(j, *w.w8, 101u);
@@ -177,19 +169,19 @@ START_TEST(test_undo_twice_same_state)
     static pool_journal_sh_t image;
     memcpy(&image, j, sizeof image);
     ck_assert(pool_journal_undo_(&pool_arena_, j));
-    assert_words(w, 100, 200, 300, 40);
+    assert_words(100, 200, 300, 40);
 
     /* The first undo died after restoring the two newest entries. */
     memcpy(j, &image, sizeof image);
     *w.w8 = 102;
     *w.w4 = 201;
     ck_assert(pool_journal_undo_(&pool_arena_, j));
-    assert_words(w, 100, 200, 300, 40);
+    assert_words(100, 200, 300, 40);
 
     /* ... or after its last write, before it closed the journal. */
     memcpy(j, &image, sizeof image);
     ck_assert(pool_journal_undo_(&pool_arena_, j));
-    assert_words(w, 100, 200, 300, 40);
+    assert_words(100, 200, 300, 40);
 }
 END_TEST
 
@@ -197,7 +189,7 @@ Suite *make_journal_suite(void)
 {
     Suite *s = suite_create("journal");
     TCase *tc = tcase_create("undo");
-    tcase_add_checked_fixture(tc, pool_test_create, pool_test_destroy);
+    tcase_add_checked_fixture(tc, journal_setup, pool_test_destroy);
     tcase_add_test(tc, test_undo_restores_newest_first);
     tcase_add_test(tc, test_committed_is_kept);
     tcase_add_test(tc, test_undo_stops_at_the_last_step);

@@ -240,24 +240,37 @@ START_TEST(test_malloc_zero_unique)
 }
 END_TEST
 
+/* Allocate each size and give it back with release, rounds times over:
+ * the live bytes must not grow.  Round 0 fills the caches that count as
+ * live in glibc's figures; a leak shows as growth over the rounds after
+ * it. */
+static void assert_release_leaks_nothing(const char *what, void (*release)(void *),
+                                         const size_t *sizes, size_t n, int rounds)
+{
+    size_t before = 0;
+    for (int round = 0; round <= rounds; round++) {
+        if (round == 1)
+            before = live_bytes();
+        for (size_t k = 0; k < n; k++) {
+            void *p = malloc(sizes[k]);
+            check_block(p, sizes[k], 16);
+            release(p);
+        }
+    }
+    ck_assert_msg(live_bytes() == before, "%s leaked: %zu bytes live before, %zu after", what,
+                  before, live_bytes());
+}
+
+static void release_by_realloc(void *p)
+{
+    ck_assert_ptr_null(realloc(p, 0));
+}
+
 START_TEST(test_realloc_zero_frees)
 {
     const size_t sizes[] = { 1, 100, 5000, 100000, 300000 };
-    size_t before = 0;
-    /* Round 0 fills the caches that count as live in glibc's figures; a
-     * leak shows as growth over the 200 rounds after it. */
-    for (int round = 0; round <= 200; round++) {
-        if (round == 1)
-            before = live_bytes();
-        for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
-            void *p = malloc(sizes[k]);
-            check_block(p, sizes[k], 16);
-            ck_assert_ptr_null(realloc(p, 0));
-        }
-    }
-    ck_assert_msg(live_bytes() == before,
-                  "realloc(p, 0) leaked: %zu bytes live before, %zu after",
-                  before, live_bytes());
+    assert_release_leaks_nothing("realloc(p, 0)", release_by_realloc, sizes,
+                                 sizeof sizes / sizeof sizes[0], 200);
 }
 END_TEST
 
@@ -360,6 +373,19 @@ START_TEST(test_other_aligned_interfaces)
 }
 END_TEST
 
+/* realloc *p, *old bytes of seed's pattern, to n: the bytes kept must be
+ * intact, and the new ones get the pattern too. */
+static void realloc_keeps(char **p, size_t *old, size_t n, unsigned seed, const char *what)
+{
+    char *q = realloc(*p, n);
+    check_block(q, n, 16);
+    check_fill(q, *old < n ? *old : n, seed, what);
+    if (n > *old)
+        pattern_fill(q, *old, n, seed);
+    *p = q;
+    *old = n;
+}
+
 /* Grow a block one boundary at a time and back down, then jump straight
  * between the smallest class and a big span, checking the content at every
  * step. */
@@ -369,29 +395,13 @@ START_TEST(test_realloc_keeps_content)
     size_t old = boundary_sizes[0];
     char *p = malloc(old);
     pattern_fill(p, 0, old, seed);
-    for (int dir = 0; dir < 2; dir++) {
-        for (size_t k = 1; k < N_BOUNDARY; k++) {
-            size_t n = boundary_sizes[dir == 0 ? k : N_BOUNDARY - 1 - k];
-            char *q = realloc(p, n);
-            check_block(q, n, 16);
-            check_fill(q, old < n ? old : n, seed, "realloc");
-            if (n > old)
-                pattern_fill(q, old, n, seed);
-            p = q;
-            old = n;
-        }
-    }
+    for (int dir = 0; dir < 2; dir++)
+        for (size_t k = 1; k < N_BOUNDARY; k++)
+            realloc_keeps(&p, &old, boundary_sizes[dir == 0 ? k : N_BOUNDARY - 1 - k], seed,
+                          "realloc");
     const size_t jumps[] = { 3 * MIB, 1, 300000, 16, 262145, 100, 1 };
-    for (size_t k = 0; k < sizeof jumps / sizeof jumps[0]; k++) {
-        size_t n = jumps[k];
-        char *q = realloc(p, n);
-        check_block(q, n, 16);
-        check_fill(q, old < n ? old : n, seed, "realloc jump");
-        if (n > old)
-            pattern_fill(q, old, n, seed);
-        p = q;
-        old = n;
-    }
+    for (size_t k = 0; k < sizeof jumps / sizeof jumps[0]; k++)
+        realloc_keeps(&p, &old, jumps[k], seed, "realloc jump");
     free(p);
 }
 END_TEST
@@ -472,25 +482,19 @@ START_TEST(test_usable_size)
 }
 END_TEST
 
+/* cfree frees and leaves errno alone. */
+static void release_by_cfree(void *p)
+{
+    errno = EXDEV;
+    cfree(p);
+    ck_assert_int_eq(errno, EXDEV);
+}
+
 START_TEST(test_cfree)
 {
     const size_t sizes[] = { 1000, 100000, MIB };
-    size_t before = 0;
-    /* As in test_realloc_zero_frees: round 0 warms the caches. */
-    for (int round = 0; round <= 100; round++) {
-        if (round == 1)
-            before = live_bytes();
-        for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
-            void *p = malloc(sizes[k]);
-            check_block(p, sizes[k], 16);
-            errno = EXDEV;
-            cfree(p);
-            ck_assert_int_eq(errno, EXDEV);
-        }
-    }
-    ck_assert_msg(live_bytes() == before,
-                  "cfree leaked: %zu bytes live before, %zu after", before,
-                  live_bytes());
+    assert_release_leaks_nothing("cfree", release_by_cfree, sizes, sizeof sizes / sizeof sizes[0],
+                                 100);
 }
 END_TEST
 

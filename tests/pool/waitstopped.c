@@ -100,24 +100,14 @@ int main(void)
         return fail("libshmpool has no pool_lock_stalled");
     signal(SIGALRM, on_alarm);
     int ready[2];
-    if (pipe(ready) != 0)
-        return fail("pipe failed");
-    pid_t a = fork();
+    pid_t a = preloaded_start_holder(ready);
     if (a < 0)
-        return fail("fork failed");
-    if (a == 0) {
-        /* A parent that fails (or hangs and is ended) leaves no child. */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        preloaded_holder(ready[1]);
-    }
-    char c;
-    if (read(ready[0], &c, 1) != 1)
-        return fail("child A did not attach and allocate");
+        return fail("child A did not start, attach and allocate");
     pid_t b = fork();
     if (b < 0)
         return fail("fork failed");
     if (b == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* like A, it dies with its parent */
         if (!pool_attached_p() || write(ready[1], "b", 1) != 1)
             _exit(1);
         for (;;) {
@@ -128,6 +118,7 @@ int main(void)
             free(p);
         }
     }
+    char c;
     if (read(ready[0], &c, 1) != 1)
         return fail("child B did not attach");
     if (!stop_in_lock(b, stalled))

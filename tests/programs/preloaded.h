@@ -1,18 +1,22 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* For test programs that are not linked with libshmpool and run under
- * LD_PRELOAD=libshmpool.so SHMPOOL_MODE=children (tests/programs/prefork.c,
- * tests/programs/forkcontract.c): the two pool calls they ask, found with dlsym so
- * that a program run without the library fails instead of passing on
- * glibc, and a child that holds blocks until it is killed.  Header only.
+ * LD_PRELOAD=libshmpool.so SHMPOOL_MODE=children (tests/programs/prefork.c
+ * and forkcontract.c; tests/pool/isolation.c, reapretry.c and
+ * waitstopped.c): the two pool calls they ask, found with dlsym so that a
+ * program run without the library fails instead of passing on glibc, and
+ * a child that holds blocks until it is killed, and its start.  Header
+ * only.
  */
 #ifndef TESTS_PRELOADED_H
 #define TESTS_PRELOADED_H
 
 #include <dlfcn.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 static bool (*pool_owns_p)(const void *);
@@ -51,6 +55,27 @@ static inline void preloaded_holder(int ready_fd)
         _exit(1);
     for (;;)
         pause();
+}
+
+/* Make the pipe ready, fork a child that lives as preloaded_holder and
+ * dies with its parent (a parent that fails, or hangs and is ended, leaves
+ * no child), and wait for its byte on ready[0]; the caller's other
+ * children may say they are ready on the same pipe.  The child's pid, or
+ * -1 when the pipe or the fork failed or the child did not attach and
+ * allocate. */
+static inline pid_t preloaded_start_holder(int ready[2])
+{
+    if (pipe(ready) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        preloaded_holder(ready[1]);
+    }
+    char c;
+    if (pid < 0 || read(ready[0], &c, 1) != 1)
+        return -1;
+    return pid;
 }
 
 #endif /* TESTS_PRELOADED_H */
