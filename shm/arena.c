@@ -31,12 +31,6 @@ pool_arena_t pool_arena_;
 /* Layout                                                                    */
 /* ------------------------------------------------------------------------ */
 
-typedef struct layout_s {
-    uint64_t off_central, off_centralstats, off_lockstats, off_pageheap, off_slots, off_tcaches;
-    uint64_t off_journals, off_crash, off_spans, off_pm_class, off_pm_span, off_owners;
-    uint64_t off_data, end;
-} layout_t;
-
 static uint64_t align_up(uint64_t v, uint64_t a)
 {
     return (v + a - 1) & ~(a - 1);
@@ -51,7 +45,8 @@ static uint64_t carve(uint64_t *off, uint64_t size, uint64_t align)
     return at;
 }
 
-static void layout_for(uint32_t npages, layout_t *l)
+/* The layout of an arena of npages data pages, into *l; returns its size. */
+static uint64_t layout_for(uint32_t npages, pool_layout_sh_t *l)
 {
     uint64_t off = sizeof(pool_header_sh_t);
     l->off_central = carve(&off, sizeof(pool_central_sh_t) * POOL_NCLASSES, 64);
@@ -71,22 +66,21 @@ static void layout_for(uint32_t npages, layout_t *l)
     l->off_pm_span = carve(&off, sizeof(uint32_t) * (uint64_t)npages, 64);
     l->off_owners = carve(&off, (uint64_t)POOL_OWNER_ROW * npages, 64);
     l->off_data = carve(&off, (uint64_t)npages << POOL_PAGE_SHIFT, POOL_PAGE_SIZE);
-    l->end = off;
+    return off;
 }
 
 /* Most data pages that fit in size bytes together with their metadata. */
 static uint32_t pages_for(size_t size)
 {
-    layout_t l;
-    layout_for(0, &l);
+    pool_layout_sh_t l;
+    uint64_t fixed = layout_for(0, &l);
     uint64_t per_page =
         POOL_PAGE_SIZE + sizeof(pool_span_sh_t) + 1 + sizeof(uint32_t) + POOL_OWNER_ROW;
-    if (size <= l.end)
+    if (size <= fixed)
         return 0;
-    uint64_t n = (size - l.end) / per_page;
+    uint64_t n = (size - fixed) / per_page;
     for (;;) {
-        layout_for((uint32_t)n, &l);
-        if (l.end <= size || n == 0)
+        if (layout_for((uint32_t)n, &l) <= size || n == 0)
             return (uint32_t)n;
         n--;
     }
@@ -100,28 +94,27 @@ uint32_t pool_layout_version_(void)
 
 size_t pool_min_heap_size(void)
 {
-    layout_t l;
-    layout_for(POOL_MIN_DATA_PAGES, &l);
-    return align_up(l.end, (uint64_t)1 << 20);
+    pool_layout_sh_t l;
+    return align_up(layout_for(POOL_MIN_DATA_PAGES, &l), (uint64_t)1 << 20);
 }
 
 /* Point a's fields into the arena whose header is at h. */
 static void arena_view(pool_arena_t *a, pool_header_sh_t *h)
 {
     char *b = (char *)h;
-    a->slots = (pool_slot_sh_t *)(b + h->off_slots);
-    a->tcaches = (pool_tcache_sh_t *)(b + h->off_tcaches);
-    a->central = (pool_central_sh_t *)(b + h->off_central);
-    a->cstats = (pool_centralstats_sh_t *)(b + h->off_centralstats);
-    a->lockstats = (pool_lockstats_sh_t *)(b + h->off_lockstats);
-    a->ph = (pool_pageheap_sh_t *)(b + h->off_pageheap);
-    a->spans = (pool_span_sh_t *)(b + h->off_spans);
-    a->pm_class = (uint8_t *)(b + h->off_pm_class);
-    a->pm_span = (uint32_t *)(b + h->off_pm_span);
-    a->journals = (pool_journal_sh_t *)(b + h->off_journals);
-    a->owners = (uint8_t *)(b + h->off_owners);
-    a->crash = (pool_crash_sh_t *)(b + h->off_crash);
-    a->data = (uintptr_t)(b + h->off_data);
+    a->slots = (pool_slot_sh_t *)(b + h->layout.off_slots);
+    a->tcaches = (pool_tcache_sh_t *)(b + h->layout.off_tcaches);
+    a->central = (pool_central_sh_t *)(b + h->layout.off_central);
+    a->cstats = (pool_centralstats_sh_t *)(b + h->layout.off_centralstats);
+    a->lockstats = (pool_lockstats_sh_t *)(b + h->layout.off_lockstats);
+    a->ph = (pool_pageheap_sh_t *)(b + h->layout.off_pageheap);
+    a->spans = (pool_span_sh_t *)(b + h->layout.off_spans);
+    a->pm_class = (uint8_t *)(b + h->layout.off_pm_class);
+    a->pm_span = (uint32_t *)(b + h->layout.off_pm_span);
+    a->journals = (pool_journal_sh_t *)(b + h->layout.off_journals);
+    a->owners = (uint8_t *)(b + h->layout.off_owners);
+    a->crash = (pool_crash_sh_t *)(b + h->layout.off_crash);
+    a->data = (uintptr_t)(b + h->layout.off_data);
     a->npages = h->npages;
     a->data_size = (uintptr_t)h->npages << POOL_PAGE_SHIFT;
     a->hdr = h;
@@ -135,9 +128,10 @@ int pool_arena_view_(pool_arena_t *a, void *map, size_t len)
         return EINVAL;
     if (h->version != pool_layout_version_() || h->page_shift != POOL_PAGE_SHIFT)
         return EPROTO;
-    layout_t l;
+    pool_layout_sh_t l;
     layout_for(h->npages, &l);
-    if (h->off_data != l.off_data || h->off_owners != l.off_owners || l.off_data > len)
+    if (h->layout.off_data != l.off_data || h->layout.off_owners != l.off_owners ||
+        l.off_data > len)
         return EINVAL;
     pool_sizeclass_init_();
     arena_view(a, h);
@@ -201,28 +195,14 @@ int pool_arena_map_(size_t size)
     if (rc != 0)
         return rc;
     uint32_t npages = pages_for(size);
-    layout_t l;
-    layout_for(npages, &l);
     pool_header_sh_t *h = m;
+    layout_for(npages, &h->layout);
     h->version = pool_layout_version_();
     h->page_shift = POOL_PAGE_SHIFT;
     h->base = (uintptr_t)m;
     h->size = size;
     h->npages = npages;
     h->backing = backing;
-    h->off_slots = l.off_slots;
-    h->off_tcaches = l.off_tcaches;
-    h->off_central = l.off_central;
-    h->off_centralstats = l.off_centralstats;
-    h->off_lockstats = l.off_lockstats;
-    h->off_pageheap = l.off_pageheap;
-    h->off_spans = l.off_spans;
-    h->off_pm_class = l.off_pm_class;
-    h->off_pm_span = l.off_pm_span;
-    h->off_data = l.off_data;
-    h->off_journals = l.off_journals;
-    h->off_owners = l.off_owners;
-    h->off_crash = l.off_crash;
     arena_view(&pool_arena_, h);
     return 0;
 }
@@ -240,10 +220,10 @@ int pool_arena_copy_(void)
     uint32_t carved = pool_atomic_load_acquire(&a->ph->carved);
     if (carved > a->npages)
         carved = a->npages;
-    memcpy(dst, src, h->off_slots);
-    memcpy(dst + h->off_spans, src + h->off_spans, sizeof(pool_span_sh_t) * carved);
-    memcpy(dst + h->off_pm_class, src + h->off_pm_class, carved);
-    memcpy(dst + h->off_pm_span, src + h->off_pm_span, sizeof(uint32_t) * carved);
+    memcpy(dst, src, h->layout.off_slots);
+    memcpy(dst + h->layout.off_spans, src + h->layout.off_spans, sizeof(pool_span_sh_t) * carved);
+    memcpy(dst + h->layout.off_pm_class, src + h->layout.off_pm_class, carved);
+    memcpy(dst + h->layout.off_pm_span, src + h->layout.off_pm_span, sizeof(uint32_t) * carved);
     /* Runs of pages in use are copied whole: [run, p) so far. */
     uint32_t run = 0;
     for (uint32_t p = 0; p <= carved;) {
@@ -260,7 +240,7 @@ int pool_arena_copy_(void)
         }
         if (is_free) {
             if (p > run) {
-                size_t off = h->off_data + ((size_t)run << POOL_PAGE_SHIFT);
+                size_t off = h->layout.off_data + ((size_t)run << POOL_PAGE_SHIFT);
                 pool_prim_copy_(dst + off, src + off, (size_t)(p - run) << POOL_PAGE_SHIFT);
             }
             run = p + n;

@@ -409,6 +409,14 @@ typedef struct pool_slot_sh_s {
 /* Arena header                                                              */
 /* ------------------------------------------------------------------------ */
 
+/* Where each region of the arena starts: byte offsets from base, as
+ * arena.c lays them out for a number of data pages. */
+typedef struct pool_layout_sh_s {
+    uint64_t off_slots, off_tcaches, off_central, off_centralstats, off_lockstats;
+    uint64_t off_pageheap, off_spans, off_pm_class, off_pm_span, off_data;
+    uint64_t off_journals, off_owners, off_crash;
+} pool_layout_sh_t;
+
 typedef struct pool_header_sh_s {
     uint64_t magic;       /* POOL_MAGIC once initialised */
     uint32_t version;     /* pool_layout_version_() of the creator */
@@ -417,10 +425,7 @@ typedef struct pool_header_sh_s {
     uint64_t size;        /* bytes mapped */
     uint32_t npages;      /* data pages */
     uint32_t backing;     /* pool_backing_t: base pages, THP or hugetlb */
-    /* byte offsets from base */
-    uint64_t off_slots, off_tcaches, off_central, off_centralstats, off_lockstats;
-    uint64_t off_pageheap, off_spans, off_pm_class, off_pm_span, off_data;
-    uint64_t off_journals, off_owners, off_crash;
+    pool_layout_sh_t layout;
     uint64_t xfallbacks;     /* arena full: served privately (atomic) */
     uint64_t xforeign_frees; /* detached processes' arena frees (atomic) */
     uint64_t xattach_failures; /* attaches refused: every slot held by a live thread */

@@ -104,11 +104,11 @@ static int copy_arena(source_t *src)
         return errno;
     pool_header_sh_t h;
     int rc = read_at(fd, &h, sizeof h, src->start);
-    if (rc == 0 && (h.magic != POOL_MAGIC || h.off_data > src->end - src->start))
+    if (rc == 0 && (h.magic != POOL_MAGIC || h.layout.off_data > src->end - src->start))
         rc = EINVAL;
     if (rc == 0) {
         free(src->map);
-        src->len = h.off_data;
+        src->len = h.layout.off_data;
         src->map = malloc(src->len);
         rc = src->map == NULL ? ENOMEM : read_at(fd, src->map, src->len, src->start);
     }

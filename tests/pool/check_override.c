@@ -373,6 +373,19 @@ START_TEST(test_other_aligned_interfaces)
 }
 END_TEST
 
+/* realloc *p, *old bytes of seed's pattern, to n: the bytes kept must be
+ * intact, and the new ones get the pattern too. */
+static void realloc_keeps(char **p, size_t *old, size_t n, unsigned seed, const char *what)
+{
+    char *q = realloc(*p, n);
+    check_block(q, n, 16);
+    check_fill(q, *old < n ? *old : n, seed, what);
+    if (n > *old)
+        pattern_fill(q, *old, n, seed);
+    *p = q;
+    *old = n;
+}
+
 /* Grow a block one boundary at a time and back down, then jump straight
  * between the smallest class and a big span, checking the content at every
  * step. */
@@ -382,29 +395,13 @@ START_TEST(test_realloc_keeps_content)
     size_t old = boundary_sizes[0];
     char *p = malloc(old);
     pattern_fill(p, 0, old, seed);
-    for (int dir = 0; dir < 2; dir++) {
-        for (size_t k = 1; k < N_BOUNDARY; k++) {
-            size_t n = boundary_sizes[dir == 0 ? k : N_BOUNDARY - 1 - k];
-            char *q = realloc(p, n);
-            check_block(q, n, 16);
-            check_fill(q, old < n ? old : n, seed, "realloc");
-            if (n > old)
-                pattern_fill(q, old, n, seed);
-            p = q;
-            old = n;
-        }
-    }
+    for (int dir = 0; dir < 2; dir++)
+        for (size_t k = 1; k < N_BOUNDARY; k++)
+            realloc_keeps(&p, &old, boundary_sizes[dir == 0 ? k : N_BOUNDARY - 1 - k], seed,
+                          "realloc");
     const size_t jumps[] = { 3 * MIB, 1, 300000, 16, 262145, 100, 1 };
-    for (size_t k = 0; k < sizeof jumps / sizeof jumps[0]; k++) {
-        size_t n = jumps[k];
-        char *q = realloc(p, n);
-        check_block(q, n, 16);
-        check_fill(q, old < n ? old : n, seed, "realloc jump");
-        if (n > old)
-            pattern_fill(q, old, n, seed);
-        p = q;
-        old = n;
-    }
+    for (size_t k = 0; k < sizeof jumps / sizeof jumps[0]; k++)
+        realloc_keeps(&p, &old, jumps[k], seed, "realloc jump");
     free(p);
 }
 END_TEST
