@@ -19,6 +19,10 @@ EXTRA_DIST += bench/prefork/prefork
 # kill-soak: SIGKILLs workers under wrk load and reports what recovery costs.
 EXTRA_DIST += bench/kill-soak/kill-soak bench/kill-soak/kill-soak.lua
 
+# admit: whether a fresh client gets in while poold (or nginx) is at its
+# connection cap under wrk or idle connections.
+EXTRA_DIST += bench/admit/admit
+
 # probes: one cost each, for the report's model of what this machine cannot
 # run.  faultcost: a minor page fault, private against shared memory.
 noinst_PROGRAMS += bench/probes/faultcost

@@ -1354,6 +1354,84 @@ START_TEST(test_max_conns_shared)
 }
 END_TEST
 
+/* The kernel's cap on a listening socket's queue (net.core.somaxconn). */
+static int somaxconn(void)
+{
+    FILE *f = fopen("/proc/sys/net/core/somaxconn", "r");
+    int n = 0;
+
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fscanf(f, "%d", &n), 1);
+    fclose(f);
+    return n;
+}
+
+/* A burst of new clients while the worker cannot accept (stopped, as a
+ * worker busy elsewhere) waits in its listening socket's queue, every one
+ * of them, and each is answered once the worker runs again.  Past a
+ * queue shorter than the burst the kernel drops SYNs, and each such client
+ * waits a second or more for its retry. */
+START_TEST(test_accept_queue)
+{
+    enum { BURST = 1000 };
+    static const char req[] = "GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+    struct sockaddr_in sin;
+    struct pollfd pfd[BURST];
+    cl_t *c[BURST];
+    struct rlimit rl;
+    int burst = somaxconn() < BURST ? somaxconn() : BURST;
+    int connected = 0;
+    long end;
+    srv_t s;
+    resp_t r;
+
+    /* The test and the worker each hold the burst's descriptors; where
+     * either limit is lower, the burst is smaller. */
+    ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    if (rl.rlim_max < (rlim_t)burst + 64)
+        burst = (int)rl.rlim_max - 64;
+    rl.rlim_cur = rl.rlim_max;
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    srv_start(&s, "1", NULL);
+    ck_assert_int_eq(kill(s.workers[0], SIGSTOP), 0);
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_port = htons((uint16_t)s.port);
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    for (int i = 0; i < burst; i++) {
+        ck_assert_ptr_nonnull(c[i] = calloc(1, sizeof(*c[i])));
+        c[i]->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        ck_assert_int_ge(c[i]->fd, 0);
+        ck_assert_msg(connect(c[i]->fd, (struct sockaddr *)&sin, sizeof(sin)) == 0 ||
+                      errno == EINPROGRESS, "connect: %s", strerror(errno));
+        pfd[i] = (struct pollfd){c[i]->fd, POLLOUT, 0};
+    }
+    /* A queued connection's handshake is done: it is writable at once.  One
+     * whose SYN was dropped stays unconnected while the worker is stopped,
+     * since the queue it retries into stays full. */
+    end = test_now_ms() + REPLY_MS;
+    while (connected < burst && test_now_ms() < end) {
+        ck_assert_int_ge(poll(pfd, (nfds_t)burst, 100), 0);
+        for (int i = 0; i < burst; i++) {
+            if (pfd[i].revents != 0) {
+                pfd[i].fd = -1;
+                connected++;
+            }
+        }
+    }
+    ck_assert_int_eq(kill(s.workers[0], SIGCONT), 0);
+    ck_assert_msg(connected == burst, "%d of %d connections queued", connected, burst);
+    for (int i = 0; i < burst; i++)
+        cl_sends(c[i], req);
+    for (int i = 0; i < burst; i++) {
+        cl_response(c[i], &r, false, REPLY_MS);
+        ck_assert_int_eq(r.status, 200);
+        cl_close(c[i]);
+    }
+    srv_stop(&s);
+}
+END_TEST
+
 /* ======================================================================== */
 /* Processes: crash, replacement, graceful stop                              */
 /* ======================================================================== */
@@ -2249,7 +2327,7 @@ Suite *make_e2e_suite(void)
     const TTest *const limits[] = {
         test_malformed, test_limits, test_not_http, test_slowloris, test_slow_body,
         test_idle_timeout, test_idle_default, test_slow_reader, test_max_conns,
-        test_max_conns_shared,
+        test_max_conns_shared, test_accept_queue,
     };
     const TTest *const procs[] = {
         test_kill_worker, test_ready_worker_replaced_at_once, test_sigterm_in_flight,
