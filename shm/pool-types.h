@@ -81,7 +81,7 @@
 #define POOL_MAGIC UINT64_C(0x6c6f6f706d687373) /* "sshmpool" little-endian */
 /* Bumped whenever a shared structure changes shape.  Debug and spin builds
  * change the span and lock layouts, so they are folded into the version. */
-#define POOL_LAYOUT_VERSION 10u
+#define POOL_LAYOUT_VERSION 11u
 
 /* ------------------------------------------------------------------------ */
 /* Locks                                                                     */
@@ -407,6 +407,8 @@ typedef struct pool_header_sh_s {
     uint64_t size;        /* bytes mapped */
     uint32_t npages;      /* data pages */
     uint32_t backing;     /* pool_backing_t: base pages, THP or hugetlb */
+    uint32_t shared;      /* 1: MAP_SHARED, for forked processes to attach; 0: the
+                           * creating process's alone, copied on write by a fork */
     /* byte offsets from base */
     uint64_t off_slots, off_central, off_centralstats, off_lockstats;
     uint64_t off_pageheap, off_spans, off_pm_class, off_pm_span, off_data;
