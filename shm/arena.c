@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* libshmpool — the arena: its layout, its mapping and views into it.
  *
- * pool_arena_map_() maps one MAP_SHARED|MAP_NORESERVE region and lays out,
- * at fixed offsets: the header, the central caches, counters, the page
- * heap, the slots, the span descriptors, the page map, then the data pages.
- * Nothing here calls malloc.  pool_arena_view_() points a view into
- * another process's arena (shmpool-stat), and pool_arena_copy_() replaces
- * the mapping with a private copy in a forked child.  Who creates, attaches
- * and forks is proc.c.
+ * pool_arena_map_() maps one MAP_NORESERVE region, shared for processes
+ * forked to attach or private to its creator, and lays out, at fixed
+ * offsets: the header, the central caches, counters, the page heap, the
+ * slots, the span descriptors, the page map, then the data pages.  Nothing
+ * here calls malloc.  pool_arena_view_() points a view into another
+ * process's arena (shmpool-stat), and pool_arena_fork_child_() makes a
+ * forked child's arena its own.  Who creates, attaches and forks is
+ * proc.c.
  */
 #include "pool-internal.h"
 
@@ -144,21 +145,21 @@ int pool_arena_view_(pool_arena_t *a, void *map, size_t len)
 
 /* SHMPOOL_HUGEPAGES: what the arena is made of.  Unset or "off": base
  * pages.  "thp": transparent huge pages where the system gives them to
- * shared memory that asks.  "hugetlb": reserved huge pages, all of the
- * arena, on a 1 GiB boundary so that processes share the page-table pages
- * that map it.  What cannot be had is said on one line and the arena falls
- * back to base pages. */
-static pool_backing_t backing_wanted(void)
+ * memory of the arena's kind (shared or private) that asks.  "hugetlb":
+ * reserved huge pages, all of the arena, on a 1 GiB boundary so that
+ * processes share the page-table pages that map it.  What cannot be had is
+ * said on one line and the arena falls back to base pages. */
+static pool_backing_t backing_wanted(bool shared)
 {
     const char *v = pool_prim_getenv_("SHMPOOL_HUGEPAGES");
     if (v == NULL || *v == '\0' || strcmp(v, "off") == 0)
         return POOL_BACKING_PAGES;
     if (strcmp(v, "thp") == 0) {
-        if (pool_prim_thp_shared_())
+        if (pool_prim_thp_(shared))
             return POOL_BACKING_THP;
-        pool_error_(0, "SHMPOOL_HUGEPAGES=thp: the system gives shared memory no transparent "
-                       "huge pages (/sys/kernel/mm/transparent_hugepage/shmem_enabled); "
-                       "using base pages");
+        pool_error_(0, "SHMPOOL_HUGEPAGES=thp: the system gives %s memory no transparent "
+                       "huge pages (/sys/kernel/mm/transparent_hugepage/%s); using base pages",
+                    shared ? "shared" : "private", shared ? "shmem_enabled" : "enabled");
         return POOL_BACKING_PAGES;
     }
     if (strcmp(v, "hugetlb") == 0)
@@ -168,14 +169,17 @@ static pool_backing_t backing_wanted(void)
 }
 
 /* Map the arena as backing asks, or with base pages when it cannot be had;
- * *backing gets what it is made of. */
-static int map_arena(size_t *size, pool_backing_t *backing, void **m)
+ * *backing gets what it is made of.  Reserved huge pages are always
+ * shared: a private mapping would have a fork's copy-on-write find none
+ * left for the child; so *shared turns true with them. */
+static int map_arena(size_t *size, pool_backing_t *backing, bool *shared, void **m)
 {
     if (*backing == POOL_BACKING_HUGETLB) {
         size_t huge = (size_t)align_up(*size, POOL_HUGE_PAGE);
-        int rc = pool_prim_map_shared_(huge, POOL_HUGETLB_ALIGN, POOL_BACKING_HUGETLB, m);
+        int rc = pool_prim_map_arena_(huge, POOL_HUGETLB_ALIGN, POOL_BACKING_HUGETLB, true, m);
         if (rc == 0) {
             *size = huge;
+            *shared = true;
             return 0;
         }
         pool_error_(rc, "SHMPOOL_HUGEPAGES=hugetlb: cannot reserve %lu huge pages of 2 MiB "
@@ -183,15 +187,15 @@ static int map_arena(size_t *size, pool_backing_t *backing, void **m)
                     (unsigned long)(huge / POOL_HUGE_PAGE));
         *backing = POOL_BACKING_PAGES;
     }
-    return pool_prim_map_shared_(*size, POOL_ARENA_ALIGN, *backing, m);
+    return pool_prim_map_arena_(*size, POOL_ARENA_ALIGN, *backing, *shared, m);
 }
 
-int pool_arena_map_(size_t size)
+int pool_arena_map_(size_t size, bool shared)
 {
     size = (size_t)align_up(size, POOL_PAGE_SIZE);
     void *m;
-    pool_backing_t backing = backing_wanted();
-    int rc = map_arena(&size, &backing, &m);
+    pool_backing_t backing = backing_wanted(shared);
+    int rc = map_arena(&size, &backing, &shared, &m);
     if (rc != 0)
         return rc;
     uint32_t npages = pages_for(size);
@@ -203,13 +207,14 @@ int pool_arena_map_(size_t size)
     h->size = size;
     h->npages = npages;
     h->backing = backing;
+    h->shared = shared;
     arena_view(&pool_arena_, h);
     return 0;
 }
 
-int pool_arena_copy_(void)
+/* The shared arena replaced by a private copy of what the child may read. */
+static int copy_shared(pool_arena_t *a)
 {
-    pool_arena_t *a = &pool_arena_;
     pool_header_sh_t *h = a->hdr;
     void *m;
     int rc = pool_prim_map_private_(h->size, &m);
@@ -248,12 +253,23 @@ int pool_arena_copy_(void)
         p += n;
     }
     rc = pool_prim_move_(m, h, h->size);
-    if (rc != 0) {
+    if (rc != 0)
         pool_prim_unmap_(m, h->size);
-        return rc;
+    return rc;
+}
+
+int pool_arena_fork_child_(void)
+{
+    pool_arena_t *a = &pool_arena_;
+    if (a->hdr->shared) {
+        int rc = copy_shared(a);
+        if (rc != 0)
+            return rc;
+        a->hdr->shared = 0;
     }
-    /* The copy is this process's alone: its locks may be made afresh
-     * (one another process held at fork would never be given back). */
+    /* The arena is this process's alone now: its locks may be made afresh
+     * (one held at fork, by another process or by the parent, would never
+     * be given back). */
     pool_lock_init_(&a->ph->lock, POOL_LOCK_PAGEHEAP);
     for (unsigned cls = 0; cls < POOL_NCLASSES; cls++)
         pool_lock_init_(&a->central[cls].lock, POOL_LOCK_CENTRAL);

@@ -11,8 +11,9 @@
  * span it takes the top end.  A freed span coalesces with free neighbours
  * found through the page map.
  *
- * Release rule (MADV_REMOVE): by decay.  Each period of POOL_DECAY_NS the
- * page heap notes the fewest free pages that had not been given back; at the
+ * Release rule (MADV_REMOVE on a shared arena, MADV_DONTNEED on a private
+ * one): by decay.  Each period of POOL_DECAY_NS the page heap notes the
+ * fewest free pages that had not been given back; at the
  * end of the period that much, less a 2 MiB cushion, stayed free the whole
  * time and goes back to the OS, longest spans first.  Memory that a churn
  * frees and takes again within a period stays mapped, so it is not faulted
@@ -219,7 +220,8 @@ static void return_span(pool_arena_t *a, pool_span_sh_t *s)
 {
     pool_pageheap_sh_t *ph = a->ph;
     pool_journal_sh_t *j = ph_journal(a);
-    pool_prim_remove_(pool_span_addr(a, s), (size_t)s->npages << POOL_PAGE_SHIFT);
+    pool_prim_remove_(pool_span_addr(a, s), (size_t)s->npages << POOL_PAGE_SHIFT,
+                      a->hdr->shared);
     POOL_CRASH_POINT("pageheap.release");
     POOL_JSET(j, s->returned, 1);
     POOL_JSET(j, ph->returned_pages, ph->returned_pages + s->npages);

@@ -446,22 +446,27 @@ uint32_t pool_layout_version_(void);
 /* Map a new arena of size bytes (pool_min_heap_size() to
  * POOL_MAX_HEAP_SIZE; rounded up to whole pages, or to huge pages for
  * SHMPOOL_HUGEPAGES=hugetlb), write its header but the magic, and point
- * pool_arena_ into it.  Its locks and tiers are not initialised.  Returns
- * 0 or the mapping's error (nothing mapped). */
-int pool_arena_map_(size_t size);
-/* A forked child's private copy of everything it may read of what it
- * inherited: the header and tier state, the span descriptors and page map
- * of the carved pages, and the pages of every span in use (free spans'
- * bytes mean nothing), mapped over the whole arena in one step, so nothing
- * of the shared one stays mapped; its locks are made afresh.  Other
- * processes go on changing the shared arena while the child copies; none
- * of them can change a span the parent holds while it waits, so the
- * parent's objects are copied whole.  A descriptor caught mid-change makes
- * the walk copy page by page until the next one that starts a span.  Costs
- * a copy of the bytes in use (see libshmpool(7)); the pages left out read
- * as zero.  Returns 0 or the mapping's error (the shared arena still
- * mapped). */
-int pool_arena_copy_(void);
+ * pool_arena_ into it.  Shared: for processes forked from this one to
+ * attach to.  Not shared: the calling process's alone, copied on write by
+ * a fork like any heap (a hugetlb arena is shared all the same; the
+ * header's `shared` says which it is).  Its locks and tiers are not
+ * initialised.  Returns 0 or the mapping's error (nothing mapped). */
+int pool_arena_map_(size_t size, bool shared);
+/* Make a forked child's arena its own, in its fork handler.  A private
+ * arena already is, by copy-on-write.  A shared one is replaced by a
+ * private copy of everything the child may read of what it inherited: the
+ * header and tier state, the span descriptors and page map of the carved
+ * pages, and the pages of every span in use (free spans' bytes mean
+ * nothing), mapped over the whole arena in one step, so nothing of the
+ * shared one stays mapped.  Other processes go on changing the shared
+ * arena while the child copies; none of them can change a span the parent
+ * holds while it waits, so the parent's objects are copied whole.  A
+ * descriptor caught mid-change makes the walk copy page by page until the
+ * next one that starts a span.  That copy costs a copy of the bytes in use
+ * (see libshmpool(7)); the pages left out read as zero.  Either way the
+ * locks are made afresh.  Returns 0 or the mapping's error (the shared
+ * arena still mapped). */
+int pool_arena_fork_child_(void);
 /* Read another process's arena: point *a into a copy or a mapping of its
  * first len bytes at map (at least the header and metadata; the data pages
  * are never read through a).  Nothing is locked or written: shmpool-stat.
@@ -485,6 +490,11 @@ extern pool_tcache_sh_t pool_empty_tcache_;
  * destructors that allocate after ours get the private heap). */
 extern __thread bool pool_tls_exited_ __attribute__((tls_model("initial-exec")));
 
+/* pool_create() for SHMPOOL_MODE=process: an arena for the calling process
+ * alone, to attach to itself.  Nobody else can: its forked children get it
+ * copy-on-write, like any heap, and stay private.  Returns what
+ * pool_create() returns. */
+int pool_create_private_(size_t size);
 /* Unmap the arena and forget it (tests; the calling process only).  Other
  * threads must not be using the pool. */
 void pool_destroy_(void);

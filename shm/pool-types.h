@@ -425,6 +425,8 @@ typedef struct pool_header_sh_s {
     uint64_t size;        /* bytes mapped */
     uint32_t npages;      /* data pages */
     uint32_t backing;     /* pool_backing_t: base pages, THP or hugetlb */
+    uint32_t shared;      /* 1: MAP_SHARED, for forked processes to attach; 0: the
+                           * creating process's alone, copied on write by a fork */
     pool_layout_sh_t layout;
     uint64_t xfallbacks;     /* arena full: served privately (atomic) */
     uint64_t xforeign_frees; /* detached processes' arena frees (atomic) */

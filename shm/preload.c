@@ -42,7 +42,9 @@ __attribute__((constructor)) static void preload_init(void)
                     hs);
         return;
     }
-    int rc = pool_create(size);
+    /* process: nobody else attaches, so the arena need not be shared, and
+     * a fork copies it on write instead of in the child's fork handler. */
+    int rc = process ? pool_create_private_(size) : pool_create(size);
     if (rc != 0) {
         pool_error_(rc, "cannot create a %lu-byte arena (minimum %lu); staying private",
                     (unsigned long)size, (unsigned long)pool_min_heap_size());

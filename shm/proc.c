@@ -7,16 +7,19 @@
  * gives the calling thread a slot; other threads of an attached process
  * take a slot at their first allocation and give it back when they exit.
  *
- * Fork: a MAP_SHARED page is not copied on write, so the child of an
- * attached process would write straight into its parent's live objects.
- * Instead the child replaces the whole arena mapping with a private copy
- * of what it inherited (pool_arena_copy_) -- what copy-on-write gives any
- * other heap, while the parent waits in its atfork handler so that the
- * copy is the state at fork.  The child then drops its copied thread cache
- * and becomes "forked": it serves new allocations from its private heap,
- * ignores (and counts) frees of what it inherited, and cannot attach to
- * the shared arena, which it no longer maps.  This holds in every mode and
- * in poold.  posix_spawn and vfork run no fork handlers and copy nothing.
+ * Fork: the child of an attached process sees what it inherited as a
+ * private copy, as with any heap.  A private arena (SHMPOOL_MODE=process,
+ * pool_create_private_) is one by copy-on-write.  A MAP_SHARED page is not
+ * copied on write, so the child of a process attached to a shared arena
+ * would write straight into its parent's live objects: instead the child
+ * replaces the whole arena mapping with a private copy of what it
+ * inherited (pool_arena_fork_child_), while the parent waits in its atfork
+ * handler so that the copy is the state at fork.  Either way the child
+ * then drops its copied thread cache and becomes "forked": it serves new
+ * allocations from its private heap, ignores (and counts) frees of what it
+ * inherited, and cannot attach to an arena again.  This holds in every
+ * mode and in poold.  posix_spawn and vfork run no fork handlers and copy
+ * nothing.
  */
 #include "pool-internal.h"
 
@@ -108,13 +111,13 @@ static void thread_exit(void *arg)
 }
 
 /* The forking thread's gate: the parent waits on it until the child has
- * copied the arena. */
+ * copied a shared arena. */
 static __thread int fork_gate[2] = { -1, -1 };
 
 static void fork_prepare(void)
 {
     fork_gate[0] = fork_gate[1] = -1;
-    if (pool_proc_state_ != POOL_PROC_ATTACHED)
+    if (pool_proc_state_ != POOL_PROC_ATTACHED || !pool_arena_.hdr->shared)
         return;
     int rc = pool_prim_gate_open_(fork_gate);
     if (rc != 0) {
@@ -137,7 +140,7 @@ static void fork_child(void)
     pool_tls_exited_ = false;
     pool_self_pid_ = 0;
     if (pool_proc_state_ == POOL_PROC_ATTACHED) {
-        int rc = pool_arena_copy_();
+        int rc = pool_arena_fork_child_();
         if (fork_gate[0] >= 0) {
             pool_prim_gate_release_(fork_gate);
             fork_gate[0] = fork_gate[1] = -1;
@@ -217,7 +220,7 @@ static void tiers_init(void)
     pool_pageheap_register_();
     pool_central_register_();
 }
-int pool_create(size_t size)
+static int create(size_t size, bool shared)
 {
     if (pool_arena_.hdr != NULL)
         return EEXIST;
@@ -226,7 +229,7 @@ int pool_create(size_t size)
     tiers_init();
     pthread_once(&once_handlers, install_handlers);
 
-    int rc = pool_arena_map_(size);
+    int rc = pool_arena_map_(size, shared);
     if (rc != 0)
         return rc;
     pool_arena_t *a = &pool_arena_;
@@ -246,6 +249,16 @@ int pool_create(size_t size)
     /* Last: a header with the magic is a complete header. */
     pool_atomic_store_release(&h->magic, POOL_MAGIC);
     return 0;
+}
+
+int pool_create(size_t size)
+{
+    return create(size, true);
+}
+
+int pool_create_private_(size_t size)
+{
+    return create(size, false);
 }
 
 int pool_attach(void)

@@ -5,9 +5,12 @@
  *
  * PID is any process that maps the arena: the process that loaded
  * libshmpool.so (attached or not) or any attached child.  The arena is the
- * memfd named "shmpool" in its /proc/PID/maps; it is mapped read-only
- * through /proc/PID/map_files (or, where that is refused, its metadata
- * copied through /proc/PID/mem), and nothing of it is locked or written:
+ * memfd named "shmpool" in its /proc/PID/maps.  A shared arena is mapped
+ * read-only through /proc/PID/map_files (or, where that is refused, its
+ * metadata copied through /proc/PID/mem); a private one (SHMPOOL_MODE=
+ * process), whose first page alone is a private mapping of the memfd, has
+ * its metadata copied through /proc/PID/mem.  Nothing of it is locked or
+ * written:
  * what is printed is a snapshot of an arena that may be changing.  It
  * shows what /stats shows for poold: usage, every process that holds a
  * slot with its pid, state and live bytes, the reaps and what they gave
@@ -48,6 +51,7 @@ static void usage(FILE *f)
 typedef struct source_s {
     int pid;
     uintptr_t start, end; /* the mapping in the other process */
+    bool shared;          /* MAP_SHARED there; else its first page only */
     void *map;            /* our view of it: a mapping, or a copy */
     size_t len;
     bool copied;          /* read through /proc/PID/mem */
@@ -65,12 +69,14 @@ static int find_arena(source_t *src)
     int rc = ENOENT;
     while (fgets(line, sizeof line, f) != NULL) {
         unsigned long lo, hi;
+        char perms[8];
         if (strstr(line, "/memfd:" POOL_MEMFD_NAME " ") == NULL &&
             strstr(line, "/memfd:" POOL_MEMFD_NAME "\n") == NULL)
             continue;
-        if (sscanf(line, "%lx-%lx", &lo, &hi) == 2) {
+        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3) {
             src->start = lo;
             src->end = hi;
+            src->shared = perms[3] == 's';
             rc = 0;
             break;
         }
@@ -104,7 +110,8 @@ static int copy_arena(source_t *src)
         return errno;
     pool_header_sh_t h;
     int rc = read_at(fd, &h, sizeof h, src->start);
-    if (rc == 0 && (h.magic != POOL_MAGIC || h.layout.off_data > src->end - src->start))
+    uint64_t size = src->shared ? src->end - src->start : h.size;
+    if (rc == 0 && (h.magic != POOL_MAGIC || h.layout.off_data > size))
         rc = EINVAL;
     if (rc == 0) {
         free(src->map);
@@ -117,9 +124,13 @@ static int copy_arena(source_t *src)
     return rc;
 }
 
-/* Our view of the arena: mapped read-only, else copied. */
+/* Our view of the arena: a shared one mapped read-only where the system
+ * lets us, else copied (a mapping of a private arena's memfd would show
+ * the file, not the process's pages). */
 static int open_arena(source_t *src)
 {
+    if (!src->shared)
+        return copy_arena(src);
     char path[96];
     snprintf(path, sizeof path, "/proc/%d/map_files/%lx-%lx", src->pid,
              (unsigned long)src->start, (unsigned long)src->end);
@@ -368,7 +379,7 @@ int main(int argc, char **argv)
                 pidarg == NULL ? "no PID given" : "PID must be a process id", prog);
         return 2;
     }
-    source_t src = { (int)pid, 0, 0, NULL, 0, false };
+    source_t src = { (int)pid, 0, 0, false, NULL, 0, false };
     int rc = find_arena(&src);
     if (rc == ENOENT) {
         fprintf(stderr, "%s: process %ld maps no shmpool arena (no /memfd:" POOL_MEMFD_NAME

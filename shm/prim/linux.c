@@ -21,11 +21,10 @@
 
 #include "prim/prim.h"
 
-/* The shared memory behind the arena: a memfd named POOL_MEMFD_NAME, so
- * that the mapping reads "/memfd:shmpool (deleted)" in /proc/PID/maps and
- * shmpool-stat can find it from outside.  Sized but not allocated, and
- * created without commit charge, like MAP_NORESERVE.  -1 when memfds are
- * not to be had: the caller maps anonymous shared memory instead. */
+/* A memfd named POOL_MEMFD_NAME, so that a mapping of it reads
+ * "/memfd:shmpool (deleted)" in /proc/PID/maps and shmpool-stat can find
+ * the arena from outside.  Sized but not allocated, and created without
+ * commit charge, like MAP_NORESERVE.  -1 when memfds are not to be had. */
 static int arena_fd(size_t size, bool hugetlb)
 {
 #ifdef HAVE_MEMFD_CREATE
@@ -44,7 +43,48 @@ static int arena_fd(size_t size, bool hugetlb)
 #endif
 }
 
-int pool_prim_map_shared_(size_t size, size_t align, pool_backing_t backing, void **out)
+/* The shared arena at `at`: the memfd (anonymous shared memory where
+ * memfds cannot be had). */
+static void *map_shared_at(void *at, size_t size, bool hugetlb)
+{
+    int fd = arena_fd(size, hugetlb);
+    if (fd < 0 && hugetlb) {
+        /* hugetlb memory comes from a memfd here, or not at all */
+        errno = ENOSYS;
+        return MAP_FAILED;
+    }
+    void *a = fd >= 0 ? mmap(at, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0)
+                      : mmap(at, size, PROT_READ | PROT_WRITE,
+                             MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    int err = errno;
+    if (fd >= 0)
+        close(fd); /* the mapping keeps the memory */
+    errno = err;
+    return a;
+}
+
+/* The private arena at `at`: anonymous memory, copied on write by a fork
+ * like any heap, and freed page by page by MADV_DONTNEED.  A private
+ * mapping of a memfd would not do: every page written would cost a page of
+ * the file as well as its private copy.  Only the first OS page is the
+ * memfd's, mapped privately, so that the arena still goes by its name in
+ * /proc/PID/maps. */
+static void *map_private_at(void *at, size_t size)
+{
+    void *a = mmap(at, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    size_t first = pool_prim_os_page_size_();
+    int fd = a != MAP_FAILED ? arena_fd(first, false) : -1;
+    if (fd >= 0) {
+        /* Without it the arena works the same, only unnamed. */
+        mmap(a, first, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE | MAP_FIXED, fd, 0);
+        close(fd);
+    }
+    return a;
+}
+
+int pool_prim_map_arena_(size_t size, size_t align, pool_backing_t backing, bool shared,
+                         void **out)
 {
     /* Reserve size + align, then place the arena on an aligned address in
      * it and trim both ends: no MAP_FIXED guessing at a free range. */
@@ -56,26 +96,15 @@ int pool_prim_map_shared_(size_t size, size_t align, pool_backing_t backing, voi
         return errno;
     uintptr_t start = (uintptr_t)m;
     uintptr_t aligned = (start + align - 1) & ~(uintptr_t)(align - 1);
-    bool hugetlb = backing == POOL_BACKING_HUGETLB;
-    int fd = arena_fd(size, hugetlb);
-    if (fd < 0 && hugetlb) {
-        /* hugetlb memory comes from a memfd here, or not at all */
-        munmap(m, span);
-        return ENOSYS;
-    }
-    void *a = fd >= 0 ? mmap((void *)aligned, size, PROT_READ | PROT_WRITE,
-                             MAP_SHARED | MAP_FIXED, fd, 0)
-                      : mmap((void *)aligned, size, PROT_READ | PROT_WRITE,
-                             MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
-    int err = errno;
-    if (a != MAP_FAILED && backing == POOL_BACKING_THP)
-        madvise(a, size, MADV_HUGEPAGE);
-    if (fd >= 0)
-        close(fd); /* the mapping keeps the memory */
+    void *a = shared ? map_shared_at((void *)aligned, size, backing == POOL_BACKING_HUGETLB)
+                     : map_private_at((void *)aligned, size);
     if (a == MAP_FAILED) {
+        int err = errno;
         munmap(m, span);
         return err;
     }
+    if (backing == POOL_BACKING_THP)
+        madvise(a, size, MADV_HUGEPAGE);
     if (aligned > start)
         munmap(m, aligned - start);
     uintptr_t end = start + span, want_end = aligned + size;
@@ -100,10 +129,12 @@ static bool read_small_file(const char *path, char *buf, size_t cap)
     return true;
 }
 
-bool pool_prim_thp_shared_(void)
+bool pool_prim_thp_(bool shared)
 {
     char buf[128];
-    if (!read_small_file("/sys/kernel/mm/transparent_hugepage/shmem_enabled", buf, sizeof buf))
+    if (!read_small_file(shared ? "/sys/kernel/mm/transparent_hugepage/shmem_enabled"
+                                : "/sys/kernel/mm/transparent_hugepage/enabled",
+                         buf, sizeof buf))
         return false;
     /* The setting in force is the one in brackets; MADV_HUGEPAGE counts
      * under all but these two. */
@@ -115,9 +146,9 @@ int pool_prim_unmap_(void *p, size_t size)
     return munmap(p, size) == 0 ? 0 : errno;
 }
 
-int pool_prim_remove_(void *p, size_t size)
+int pool_prim_remove_(void *p, size_t size, bool shared)
 {
-    return madvise(p, size, MADV_REMOVE) == 0 ? 0 : errno;
+    return madvise(p, size, shared ? MADV_REMOVE : MADV_DONTNEED) == 0 ? 0 : errno;
 }
 
 int pool_prim_map_private_(size_t size, void **out)

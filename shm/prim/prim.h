@@ -24,23 +24,30 @@ typedef enum pool_backing_e {
 /* Bytes of one huge page, the unit of a hugetlb arena. */
 #define POOL_HUGE_PAGE ((size_t)2 << 20)
 
-/* Map size bytes of shared memory (a memfd named POOL_MEMFD_NAME where the
- * system has them, else anonymous) at an address that is a multiple of
- * align (a power of two); *out gets the address.  Base pages and THP are
- * mapped without commit charge; THP asks for transparent huge pages, which
- * the system gives where it can (and stays with base pages elsewhere).
+/* Map the arena, size bytes at an address that is a multiple of align (a
+ * power of two); *out gets the address.  Shared: a memfd named
+ * POOL_MEMFD_NAME where the system has them, else anonymous shared memory,
+ * for processes forked from this one to attach to.  Private (never with
+ * HUGETLB): anonymous memory of this process alone, copied on write by a
+ * fork; its first page is a private mapping of such a memfd, so that it
+ * goes by the same name in /proc/PID/maps.  Base pages and THP are mapped
+ * without commit charge; THP asks for transparent huge pages, which the
+ * system gives where it can (and stays with base pages elsewhere).
  * HUGETLB (size a multiple of POOL_HUGE_PAGE) reserves every huge page at
  * the mapping, so that no fault can ever find one missing: ENOMEM when the
  * system has too few free. */
-int pool_prim_map_shared_(size_t size, size_t align, pool_backing_t backing, void **out);
-/* Whether the system gives transparent huge pages to shared memory that
- * asks (/sys/kernel/mm/transparent_hugepage/shmem_enabled). */
-bool pool_prim_thp_shared_(void);
+int pool_prim_map_arena_(size_t size, size_t align, pool_backing_t backing, bool shared,
+                         void **out);
+/* Whether the system gives transparent huge pages to memory that asks:
+ * shared memory (/sys/kernel/mm/transparent_hugepage/shmem_enabled) or
+ * private (.../enabled). */
+bool pool_prim_thp_(bool shared);
 /* Unmap [p, p+size). */
 int pool_prim_unmap_(void *p, size_t size);
-/* Give [p, p+size) back to the OS (MADV_REMOVE: on shared memory this frees
- * the pages for every process and they read back as zero). */
-int pool_prim_remove_(void *p, size_t size);
+/* Give [p, p+size) of the arena back to the OS; the pages read back as
+ * zero.  Shared: MADV_REMOVE, which frees them for every process
+ * (MADV_DONTNEED would free nothing there).  Private: MADV_DONTNEED. */
+int pool_prim_remove_(void *p, size_t size, bool shared);
 /* Map size bytes of private anonymous memory, MAP_NORESERVE (zero until
  * written).  *out gets the address. */
 int pool_prim_map_private_(size_t size, void **out);

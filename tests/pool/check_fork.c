@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Fork of an attached process.  The child inherits a copy of the parent's
+/* Fork of an attached process, on a shared arena and on a private one
+ * (SHMPOOL_MODE=process).  The child inherits a copy of the parent's
  * thread cache, whose objects the parent will go on handing out: the child
  * must drop that copy and detach, must ignore (and count) frees of the
  * parent's blocks, must see them as a private copy that neither side's
  * writes cross, and may never allocate what somebody else holds.  Patterns
- * in every block prove it.  Entry point: make_fork_suite().
+ * in every block prove it.  A private arena's fork copies nothing: the
+ * child's faults and private memory say so.  Entry point: make_fork_suite().
  */
 #include "config.h"
 
@@ -17,15 +19,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "check_pool.h"
 #include "../programs/pattern.h"
+#include "pool-internal.h"
 #include "shmpool.h"
 
 #define FORK_ARENA ((size_t)256 << 20)
+#define BIG_HEAP ((size_t)256 << 20) /* touched before a private arena's fork */
+#define BIG_BLOCK ((size_t)1 << 20)
+#define SAMPLE_STRIDE ((size_t)64 << 10) /* bytes between the bytes both sides write */
 #define PARENT_LIVE 512     /* blocks the parent holds across fork */
 #define PARENT_CACHED 512   /* freed before fork: they sit in its thread cache */
 #define MORE 2048           /* allocated by each side after fork */
@@ -43,6 +50,9 @@ typedef struct fork_sh_s {
     char why[512];
     size_t foreign_before, foreign_after;
     bool reattached;        /* the child's pool_attach() succeeded */
+    volatile int child_wrote, parent_checked;
+    long child_faults;      /* minor faults of the child, fork included */
+    long child_private_kb;  /* its private memory (smaps_rollup) */
     unsigned n_child;
     block_t child[MORE];    /* the child's blocks, live at child_ready */
 } fork_sh_t;
@@ -53,6 +63,15 @@ static void setup_arena(void)
 {
     int rc = pool_create(FORK_ARENA);
     ck_assert_msg(rc == 0, "pool_create: %s", strerror(rc));
+    rc = pool_attach();
+    ck_assert_msg(rc == 0, "pool_attach: %s", strerror(rc));
+}
+
+static void setup_private_arena(void)
+{
+    int rc = pool_create_private_(BIG_HEAP + FORK_ARENA);
+    ck_assert_msg(rc == 0, "pool_create_private_: %s", strerror(rc));
+    ck_assert(!pool_arena_.hdr->shared);
     rc = pool_attach();
     ck_assert_msg(rc == 0, "pool_attach: %s", strerror(rc));
 }
@@ -392,8 +411,101 @@ START_TEST(test_fork_both_write)
 }
 END_TEST
 
+/* Private_Clean + Private_Dirty of the calling process in KiB, or -1. */
+static long private_kb(void)
+{
+    FILE *f = fopen("/proc/self/smaps_rollup", "r");
+    if (f == NULL)
+        return -1;
+    char line[256];
+    long total = -1, kb;
+    while (fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "Private_Clean: %ld kB", &kb) == 1 ||
+            sscanf(line, "Private_Dirty: %ld kB", &kb) == 1)
+            total = (total < 0 ? 0 : total) + kb;
+    fclose(f);
+    return total;
+}
+
+/* Whether every sampled byte of the big blocks holds v. */
+static bool samples_are(char *const *big, unsigned n, char v)
+{
+    for (unsigned i = 0; i < n; i++)
+        for (size_t off = 0; off < BIG_BLOCK; off += SAMPLE_STRIDE)
+            if (big[i][off] != v)
+                return false;
+    return true;
+}
+
+static void samples_set(char *const *big, unsigned n, char v)
+{
+    for (unsigned i = 0; i < n; i++)
+        for (size_t off = 0; off < BIG_BLOCK; off += SAMPLE_STRIDE)
+            big[i][off] = v;
+}
+
+/* A private arena with a big heap touched: the child sees a frozen copy
+ * (the parent's writes after fork do not reach it, nor its writes the
+ * parent), and the fork copies none of it, which counts show without a
+ * clock: the child, fork handler included, faults in and holds privately
+ * a small part of the heap at most (a copy would be all of it). */
+START_TEST(test_fork_private_copy_on_write)
+{
+    enum { N = BIG_HEAP / BIG_BLOCK };
+    static char *big[N];
+    for (unsigned i = 0; i < N; i++) {
+        big[i] = pool_malloc(BIG_BLOCK);
+        ck_assert_msg(big[i] != NULL && pool_owns(big[i]), "block %u: %p", i, (void *)big[i]);
+        memset(big[i], 1, BIG_BLOCK);
+    }
+    fork_sh_t *sh = fork_map();
+    pid_t pid = fork();
+    ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        sh->child_faults = ru.ru_minflt;
+        sh->child_private_kb = private_kb();
+        if (!samples_are(big, N, 1))
+            child_fail(sh, "the child's copy differs from the heap at fork");
+        sh->child_ready = 1;
+        if (!wait_flag(&sh->parent_ready))
+            child_fail(sh, "parent never got ready");
+        if (!samples_are(big, N, 1))
+            child_fail(sh, "the parent's writes after fork reached the child");
+        samples_set(big, N, 3);
+        sh->child_wrote = 1;
+        if (!wait_flag(&sh->parent_checked) || !samples_are(big, N, 3))
+            child_fail(sh, "the child's own writes did not hold");
+        _exit(0);
+    }
+    ck_assert_msg(wait_flag(&sh->child_ready), "child never got ready: %s", sh->why);
+    samples_set(big, N, 2);
+    sh->parent_ready = 1;
+    ck_assert_msg(wait_flag(&sh->child_wrote), "child never wrote: %s", sh->why);
+    bool held = samples_are(big, N, 2);
+    sh->parent_checked = 1;
+    wait_child(pid, sh);
+    ck_assert_msg(held, "the child's writes reached the parent");
+    long heap_pages = (long)(BIG_HEAP / (size_t)sysconf(_SC_PAGESIZE));
+    ck_assert_msg(sh->child_faults < heap_pages / 64,
+                  "the child faulted %ld times by its first line, the heap is %ld pages: the "
+                  "fork copied it", sh->child_faults, heap_pages);
+    ck_assert_msg(sh->child_private_kb >= 0, "no /proc/self/smaps_rollup");
+    ck_assert_msg((size_t)sh->child_private_kb < (BIG_HEAP >> 10) / 16,
+                  "the child held %ld KiB privately right after fork, the heap is %zu KiB: the "
+                  "fork copied it", sh->child_private_kb, BIG_HEAP >> 10);
+    for (unsigned i = 0; i < N; i++)
+        pool_free(big[i]);
+    pool_thread_flush();
+    pool_test_assert_consistent();
+    munmap(sh, sizeof *sh);
+}
+END_TEST
+
 /* The fork suite: an attached parent forks a child that allocates, frees
- * and possibly attaches again.  Returns a new Suite for srunner_add_suite(). */
+ * and possibly attaches again, on a shared arena and on a private one.
+ * Returns a new Suite for srunner_add_suite(). */
 Suite *make_fork_suite(void)
 {
     Suite *s = suite_create("fork");
@@ -404,6 +516,15 @@ Suite *make_fork_suite(void)
     tcase_add_test(tc, test_fork_child_attaches_again);
     tcase_add_test(tc, test_fork_child_frees_ignored);
     tcase_add_test(tc, test_fork_both_write);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("attached parent, private arena");
+    tcase_add_checked_fixture(tc, setup_private_arena, NULL);
+    tcase_set_timeout(tc, 40);
+    tcase_add_test(tc, test_fork_no_double_handout);
+    tcase_add_test(tc, test_fork_child_attaches_again);
+    tcase_add_test(tc, test_fork_child_frees_ignored);
+    tcase_add_test(tc, test_fork_both_write);
+    tcase_add_test(tc, test_fork_private_copy_on_write);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -187,7 +187,7 @@ START_TEST(test_arena_backing)
 {
     arena_made_of("off", POOL_BACKING_PAGES, false);
     arena_made_of("lots", POOL_BACKING_PAGES, true);
-    bool thp = pool_prim_thp_shared_();
+    bool thp = pool_prim_thp_(true);
     arena_made_of("thp", thp ? POOL_BACKING_THP : POOL_BACKING_PAGES, !thp);
     bool huge = free_huge_pages() >= 32;
     arena_made_of("hugetlb", huge ? POOL_BACKING_HUGETLB : POOL_BACKING_PAGES, !huge);

@@ -4,7 +4,8 @@
 # process without an arena (or no process at all) one line and exit 1; a
 # program on the pool is read, in text and in JSON, with itself listed
 # alive and its live bytes counted, and its dead children shown dead until
-# someone reaps them.
+# someone reaps them; so is a program in process mode, whose arena is
+# private to it, after it has forked.
 #
 # Environment (set by make check): SHMPOOL_LIB, SHMPOOL_STAT.
 set -u
@@ -89,5 +90,46 @@ if "$stat" $prog >"$tmp/text" 2>"$tmp/err" && grep -q "1 dead and not yet reaped
     echo "stat: PASS: text: $(grep processes "$tmp/text")"
 else
     fail "text of pid $prog: $(cat "$tmp/text" "$tmp/err")"
+fi
+# Process mode: the arena is the program's own (a private mapping), read
+# through /proc/PID/mem; a fork on the way changes nothing of it.
+cat >"$tmp/proc.py" <<'PY'
+import os, sys, time
+junk = [bytearray(1000) for _ in range(2000)]
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+print(os.getpid(), flush=True)
+time.sleep(30)
+PY
+LD_PRELOAD=$lib SHMPOOL_MODE=process $python "$tmp/proc.py" >"$tmp/procpid" 2>"$tmp/proc.err" &
+pids="$pids $!"
+for _ in $(seq 100); do [ -s "$tmp/procpid" ] && break; sleep 0.05; done
+procpid=$(cat "$tmp/procpid")
+if [ -z "$procpid" ]; then
+    fail "the process-mode program never started: $(cat "$tmp/proc.err")"
+elif "$stat" --json "$procpid" >"$tmp/json" 2>"$tmp/err"; then
+    if $python - "$tmp/json" "$procpid" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+me = int(sys.argv[2])
+procs = {p["pid"]: p for p in j["processes"]}
+assert list(procs) == [me], f"processes: {procs}, want only {me}"
+assert procs[me]["state"] == "alive", f"the program is {procs[me]['state']}"
+assert procs[me]["live"] >= 2000 * 1000, f"its live bytes: {procs[me]['live']}"
+assert j["check"] in ("ok", ""), f"check: {j['check']}"
+print("stat: PASS: process mode, JSON: the program listed alive with", procs[me]["live"],
+      "live bytes; check", j["check"] or "(not in this build)")
+PY
+    then :; else fail "JSON of process-mode pid $procpid: $(head -c 400 "$tmp/json")"; fi
+    if "$stat" "$procpid" >"$tmp/text" 2>"$tmp/err" &&
+        grep -q "copied through /proc/PID/mem" "$tmp/text"; then
+        echo "stat: PASS: process mode, text: $(head -n 1 "$tmp/text")"
+    else
+        fail "text of process-mode pid $procpid: $(cat "$tmp/text" "$tmp/err")"
+    fi
+else
+    fail "shmpool-stat --json $procpid (process mode): $(cat "$tmp/err")"
 fi
 exit $status
