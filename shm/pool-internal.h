@@ -175,7 +175,10 @@ static inline void *pool_span_addr(const pool_arena_t *a, const pool_span_sh_t *
 /* ------------------------------------------------------------------------ */
 
 void pool_central_init_(pool_arena_t *a);
-/* Hand out n (1..POOL_BATCH_MAX) objects of class cls into out[], in
+/* Hand out n (1..POOL_BATCH_MAX) objects of class cls into out[] for the
+ * thread cache tc, from the spans it owns, else from one it takes (the
+ * class's, or a fresh one from the page heap); with tc NULL (tests), from
+ * the class's spans, untagged and taking none.  In
  * address order within each span: fewer when the arena runs out, and more
  * when that ends the batch on a cache-line boundary (up to three more) or,
  * for a batch of half a 4 KiB page or more, on such a page (out has room
@@ -183,7 +186,7 @@ void pool_central_init_(pool_arena_t *a);
  * lock, and the page-heap lock (after dropping the class lock) when no
  * span has free objects.  Returns how many; 0 means the arena is
  * exhausted. */
-uint32_t pool_central_fetch_(pool_arena_t *a, unsigned cls, uint32_t n, uint16_t owner,
+uint32_t pool_central_fetch_(pool_arena_t *a, unsigned cls, uint32_t n, pool_tcache_sh_t *tc,
                              void **out);
 /* Give back objs[0..n) (n <= POOL_RELEASE_MAX) of class cls; their memory
  * is not touched.  Spans that become wholly free go to the page heap after
@@ -196,6 +199,15 @@ void pool_central_release_(pool_arena_t *a, unsigned cls, void *const *objs, uin
  * LEAVING for `tag` on their way.  Cheap when there is nothing to do.
  * Takes the class lock, then the page-heap lock with it dropped. */
 void pool_central_decay_(pool_arena_t *a, unsigned cls, uint16_t tag);
+/* Give up every span of class cls that tc, the calling thread's cache,
+ * owns: its objects in them stay live, and its page map forgets them.
+ * Takes the class lock, then the page-heap lock with it dropped. */
+void pool_central_disown_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc);
+/* The same for the cache of a dead thread, within a reap: spans that
+ * leave the class go on *leaving (linked by next), marked LEAVING for
+ * `tag`.  REQUIRES: every lock. */
+void pool_central_disown_dead_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc,
+                               uint16_t tag, uint32_t *leaving);
 /* Rebuild the class's list and counts from its spans' bitmaps; a span
  * whose geometry is wrong is quarantined.  Never journals; safe to run
  * twice.  REQUIRES: class lock (the lock's repair when verification
@@ -220,6 +232,11 @@ bool pool_central_release_one_(pool_arena_t *a, unsigned cls, void *p, uint16_t 
  * in *oi), else NULL.  Safe on any pointer; stable only under the class
  * lock of the span's class. */
 pool_span_sh_t *pool_object_span_(pool_arena_t *a, const void *p, uint32_t *oi);
+/* The byte an object's owner tag is kept in: slot 255's has none. */
+static inline uint8_t pool_tag_byte(uint16_t tag)
+{
+    return tag <= POOL_MAX_TAG ? (uint8_t)tag : POOL_NO_TAG;
+}
 /* Tag byte of object oi of small span s. */
 static inline uint8_t *pool_owner_of(const pool_arena_t *a, const pool_span_sh_t *s, uint32_t oi)
 {
@@ -483,15 +500,18 @@ bool pool_arena_copied_(void);
 /* Pop an object of class cls off the bin, refilling it from the central
  * cache when empty; NULL when the arena is exhausted. */
 void *pool_tcache_alloc_(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls);
-/* Free p, an object of class cls, into tc's bin (alloc.c's slow path:
- * the fast path left it unchecked or found it suspect), checked in full;
- * the bin's most recently freed batch goes back to the central cache
- * first.  Aborts naming p on a bad or double free. */
+/* Free p, an object of class cls (alloc.c's slow path: the fast path left
+ * it unchecked or found it suspect), checked in full: into tc's bin when
+ * tc owns its span, the bin's most recently freed batch going back to the
+ * central cache first when it is full; else towards its span, through
+ * tc's remote list for the class, or at once when another process took
+ * it.  Aborts naming p on a bad or double free. */
 void pool_tcache_free_(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, void *p);
 /* Give every object of the cache back to the central caches. */
 void pool_tcache_flush_(pool_arena_t *a, pool_tcache_sh_t *tc);
-/* Initialise the bins of a slot's cache. */
-void pool_tcache_init_(pool_arena_t *a, pool_tcache_sh_t *tc, uint16_t slot);
+/* Initialise the bins of a slot's cache and give it an empty page map of
+ * its own.  False when the map cannot be had. */
+bool pool_tcache_init_(pool_arena_t *a, pool_tcache_sh_t *tc, uint16_t slot);
 /* Debug builds: mark object p held by a caller, or check and clear it;
  * abort naming p on a double or foreign free. */
 void pool_debug_on_alloc_(void *p);

@@ -194,7 +194,10 @@ pool_tcache_sh_t *pool_thread_setup_(void)
         /* The first slot of a process (pool_attach) names its tag. */
         uint16_t tag = tag_of_slot(proc_slot >= 0 ? proc_slot : (int)i);
         slot->tag = tag;
-        pool_tcache_init_(a, &slot->tcache, (uint16_t)i);
+        if (!pool_tcache_init_(a, &slot->tcache, (uint16_t)i)) {
+            pool_slot_release_(slot);
+            return NULL;
+        }
         slot->tcache.tag = tag;
         pool_tls_tcache_ = &slot->tcache;
         pthread_setspecific(thread_key, slot);

@@ -143,7 +143,8 @@ static bool reap_release(reap_t *rp, unsigned cls, void *p)
     return pool_central_release_one_(rp->a, cls, p, rp->mover, &rp->leaving);
 }
 
-/* Give one dead thread cache back, object by object.  Each object's
+/* Give one dead thread cache back, object by object: its bins and its
+ * remote lists, then the spans it owned are given up.  Each object's
  * release and the bin's advance past it are one step of one journaled
  * operation, so a reaper that dies leaves the bin exactly at the first
  * object not yet given back, never a dangling head another process may
@@ -159,8 +160,9 @@ static bool reap_release(reap_t *rp, unsigned cls, void *p)
 static void reap_cache(reap_t *rp, pool_tcache_sh_t *tc)
 {
     pool_arena_t *a = rp->a;
-    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
-        pool_bin_t *bin = &tc->bins[cls];
+    for (unsigned k = 2; k < 2 * POOL_NCLASSES; k++) {
+        unsigned cls = k / 2;
+        pool_bin_t *bin = k % 2 == 0 ? &tc->bins[cls] : &tc->own[cls].remote;
         if (bin->head == NULL && bin->len == 0)
             continue;
         pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
@@ -190,6 +192,8 @@ static void reap_cache(reap_t *rp, pool_tcache_sh_t *tc)
         }
         pool_journal_commit_(j);
     }
+    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
+        pool_central_disown_dead_(a, cls, tc, rp->mover, &rp->leaving);
 }
 
 /* The dead process's objects in small span s: one step an object, so a

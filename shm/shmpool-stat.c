@@ -194,7 +194,8 @@ static unsigned list_processes(const pool_arena_t *a, proc_t *procs)
         proc_t *p = &procs[by_tag[s->tag]];
         p->threads++;
         for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
-            p->cached += (uint64_t)s->tcache.bins[cls].len * pool_classes_[cls].size;
+            p->cached += (uint64_t)(s->tcache.bins[cls].len + s->tcache.own[cls].remote.len) *
+                         pool_classes_[cls].size;
     }
     /* Every handed-out object and big span, by the tag it carries. */
     uint32_t carved = a->ph->carved < a->npages ? a->ph->carved : a->npages;

@@ -8,16 +8,37 @@
  * the central cache grow by slow start (1, 2, 4 ... up to the class
  * maximum); a bin that reaches its watermark (256 KiB of objects, at least
  * two batches) releases one batch.
+ *
+ * The cache owns the spans it takes objects from (central.c), and its page
+ * map, private to the thread, holds the class of their pages only: free's
+ * fast path pushes only objects of its own spans, and every other object
+ * takes the slow path, which sends it back towards its span.
  */
 #include "alloc.h"
 
 #include <string.h>
 
-void pool_tcache_init_(pool_arena_t *a, pool_tcache_sh_t *tc, uint16_t slot)
+#include "prim/prim.h"
+
+/* This process's page map for the thread in each slot it holds, mapped on
+ * the slot's first use and zeroed when a thread takes the slot again (a
+ * forked child's copies too: it is another holder). */
+static uint8_t *private_maps[POOL_MAX_SLOTS];
+
+bool pool_tcache_init_(pool_arena_t *a, pool_tcache_sh_t *tc, uint16_t slot)
 {
+    size_t len = (a->npages + pool_prim_os_page_size_() - 1) & ~(pool_prim_os_page_size_() - 1);
+    if (private_maps[slot] == NULL) {
+        void *m;
+        if (pool_prim_map_private_(len, &m) != 0)
+            return false;
+        private_maps[slot] = m;
+    } else if (pool_prim_zero_(private_maps[slot], len) != 0) {
+        return false;
+    }
     tc->base = a->data;
     tc->size = a->data_size;
-    tc->pm_class = a->pm_class;
+    tc->pm_class = private_maps[slot];
     tc->slot = slot;
     memset(&tc->bins[0], 0, sizeof tc->bins[0]);
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
@@ -29,7 +50,10 @@ void pool_tcache_init_(pool_arena_t *a, pool_tcache_sh_t *tc, uint16_t slot)
         uint32_t size = pool_classes_[cls].size;
         uint32_t align = size & -size;
         bin->misalign = (align < POOL_PAGE_SIZE ? align : POOL_PAGE_SIZE) - 1;
+        tc->own[cls].remote.head = NULL;
+        tc->own[cls].remote.len = 0;
     }
+    return true;
 }
 
 void pool_bin_corrupt_(const void *p)
@@ -94,6 +118,8 @@ void pool_tcache_flush_(pool_arena_t *a, pool_tcache_sh_t *tc)
         release_bin(a, tc, cls, bin);
         bin->len = 0;
         bin->batch = 1;
+        release_bin(a, tc, cls, &tc->own[cls].remote);
+        pool_central_disown_(a, cls, tc);
     }
 }
 
@@ -131,6 +157,8 @@ void pool_thread_scavenge(void)
         *link = NULL;
         release_bin(&pool_arena_, tc, cls, &rest);
     }
+    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
+        release_bin(&pool_arena_, tc, cls, &tc->own[cls].remote);
     /* An attached thread moves the quiet classes' empty spans: if it dies
      * on the way, its tag on them has the reaper finish the move. */
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
@@ -194,7 +222,7 @@ static bool refill(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
 {
     pool_bin_t *bin = &tc->bins[cls];
     void *objs[POOL_FETCH_MAX];
-    uint32_t got = pool_central_fetch_(a, cls, bin->batch, tc->tag, objs);
+    uint32_t got = pool_central_fetch_(a, cls, bin->batch, tc, objs);
     if (pool_config_stats) {
         tc->stats[cls].misses++;
         tc->stats[cls].fetches++;
@@ -205,9 +233,14 @@ static bool refill(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
     /* The class lock is dropped: linking the objects touches their memory
      * (and faults in pages this process has not mapped) in no critical
      * section.  In address order, so the first handed out is the first
-     * in memory. */
-    for (uint32_t i = got; i-- > 0;)
+     * in memory.  The spans are this cache's own: its page map sends their
+     * objects' frees to its bins (the page an object starts in is the one
+     * a free looks up). */
+    uint8_t *pm = (uint8_t *)tc->pm_class;
+    for (uint32_t i = got; i-- > 0;) {
+        pm[((uintptr_t)objs[i] - tc->base) >> POOL_PAGE_SHIFT] = (uint8_t)cls;
         pool_bin_push(tc, bin, objs[i]);
+    }
     uint32_t max = pool_classes_[cls].max_batch;
     bin->batch = bin->batch * 2 < max ? bin->batch * 2 : max;
     return true;
@@ -221,22 +254,20 @@ void *pool_tcache_alloc_(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
 }
 
 /* Release builds: what free's fast path left unchecked or found suspect
- * (pool_free_fast), checked in full before p joins a bin of tc: p is an
- * object of class cls, handed out (its span's bit says so; no lock is
- * needed to see that a caller's own object is), and not already in the
- * bin (a walk only when p carries this cache's mark).  Aborts naming p.
- * Debug builds check the same in pool_debug_on_free_. */
-static void check_free(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, void *p)
+ * (pool_free_fast), checked in full before p, object oi of span s, joins
+ * bin (of tc): p is an object of class cls, handed out (its span's bit
+ * says so; no lock is needed to see that a caller's own object is), and
+ * not already in the bin (a walk only when p carries this cache's mark).
+ * Aborts naming p.  Debug builds check the same in pool_debug_on_free_. */
+static void check_free(pool_tcache_sh_t *tc, pool_bin_t *bin, unsigned cls,
+                       const pool_span_sh_t *s, uint32_t oi, void *p)
 {
-    uint32_t oi;
-    pool_span_sh_t *s = pool_object_span_(a, p, &oi);
     if (s == NULL || s->cls != cls)
         pool_fatal_("free(): invalid pointer %p (not the start of a block)", p);
     if (!(s->bitmap[oi / 64] & (UINT64_C(1) << (oi % 64))))
         pool_fatal_("free(): double free of %p (class %u)", p, cls);
     if (*pool_obj_mark(p) != tc)
         return;
-    pool_bin_t *bin = &tc->bins[cls];
     uint32_t n = 0;
     for (void *q = bin->head; q != NULL && n <= bin->len; q = *(void **)q, n++)
         if (held(tc, q) == p)
@@ -245,20 +276,43 @@ static void check_free(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, void
 
 void pool_tcache_free_(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, void *p)
 {
-    pool_bin_t *bin = &tc->bins[cls];
+    uint32_t oi = 0;
+    pool_span_sh_t *s = pool_object_span_(a, p, &oi);
+    bool mine = s != NULL && s->holder == tc->slot + 1;
+    pool_bin_t *bin = mine ? &tc->bins[cls] : &tc->own[cls].remote;
     if (pool_config_debug > 0)
         pool_debug_on_free_(p);
     else
-        check_free(a, tc, cls, p);
-    void *objs[POOL_BATCH_MAX];
-    /* The n most recently freed go back; the rest stay warm for reuse. */
-    uint32_t n = bin_cut(tc, bin, objs, pool_classes_[cls].max_batch);
-    if (n > 0) {
-        if (pool_config_stats)
-            tc->stats[cls].overflows++;
-        release(a, tc, cls, objs, n);
-    }
-    pool_bin_push(tc, bin, p);
+        check_free(tc, bin, cls, s, oi, p);
     if (pool_config_stats)
         tc->stats[cls].frees++;
+    if (!mine && *pool_owner_of(a, s, oi) != pool_tag_byte(tc->tag)) {
+        /* Another process's: straight back under the class lock, or a
+         * reap of that process could give it back a second time from
+         * under this cache. */
+        pool_central_release_(a, cls, &p, 1);
+        return;
+    }
+    if (!mine) {
+        /* Another thread's span: its owner alone takes from it, so p waits
+         * here to go back in a batch. */
+        pool_bin_push(tc, bin, p);
+        if (bin->len >= pool_classes_[cls].max_batch)
+            release_bin(a, tc, cls, bin);
+        return;
+    }
+    /* A span this cache owns whose page its map did not show yet: one it
+     * took over with objects of an owner that left. */
+    ((uint8_t *)tc->pm_class)[((uintptr_t)p - tc->base) >> POOL_PAGE_SHIFT] = (uint8_t)cls;
+    if (bin->len >= bin->watermark) {
+        void *objs[POOL_BATCH_MAX];
+        /* The n most recently freed go back; the rest stay warm for reuse. */
+        uint32_t n = bin_cut(tc, bin, objs, pool_classes_[cls].max_batch);
+        if (n > 0) {
+            if (pool_config_stats)
+                tc->stats[cls].overflows++;
+            release(a, tc, cls, objs, n);
+        }
+    }
+    pool_bin_push(tc, bin, p);
 }
