@@ -11,10 +11,11 @@
  * and each owner's of spans with and without free objects, pool_own_t)
  * are index-linked, behind the class lock.  The span bitmaps and free
  * counts are the truth: a fetch sets bits and threads the objects into a
- * list for the thread cache, a release clears them, whoever frees.  A span whose objects are all free goes back to the
- * page heap after the class lock is dropped (the page-heap lock is never
- * taken under a class lock), except one per class, kept to damp the thrash
- * of a class that hovers around a span boundary.
+ * list for the thread cache, a release clears them, whoever frees.  A span
+ * whose objects are all free and that no one owns goes back to the page
+ * heap after the class lock is dropped (the page-heap lock is never taken
+ * under a class lock), except a few per class, kept to damp the thrash of
+ * a class that hovers around a span boundary.
  *
  * Every metadata write under the class lock is journaled (POOL_JSET) so a
  * dead holder's operation can be undone; the rebuild after a failed
@@ -124,7 +125,8 @@ static void forget(pool_tcache_sh_t *tc, const pool_span_sh_t *s)
  * taken, and the free count once per word.  At most POOL_BITMAP_WORDS + 8
  * journal entries.
  * REQUIRES: class lock and an operation begun on j. */
-static uint32_t take_objects(pool_arena_t *a, pool_journal_sh_t *j, uint32_t idx, uint32_t n, bool pages, uint8_t tag, void **out)
+static uint32_t take_objects(pool_arena_t *a, pool_journal_sh_t *j, uint32_t idx, uint32_t n,
+                             bool pages, uint8_t tag, void **out)
 {
     pool_span_sh_t *s = &a->spans[idx];
     char *base = pool_span_addr(a, s);

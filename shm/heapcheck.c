@@ -282,9 +282,10 @@ static bool check_slots(chk_t *c)
         bool walk = c->mode == CHK_QUIET || (c->mode == CHK_LIVE && tc == pool_tls_tcache_);
         if (!walk && c->mode == CHK_LIVE)
             c->left_out++;
-        for (unsigned cls = 1, remote = 0; walk && cls < POOL_NCLASSES; cls += remote, remote ^= 1) {
+        for (unsigned k = 2; walk && k < 2 * POOL_NCLASSES; k++) {
             /* The bin holds objects of spans the slot owns, the remote
              * list of spans it does not. */
+            unsigned cls = k / 2, remote = k % 2;
             const pool_bin_t *bin = remote ? &tc->own[cls].remote : &tc->bins[cls];
             uint32_t n = 0;
             for (void *p = bin->head; p != NULL; p = *(void **)p) {
