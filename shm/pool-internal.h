@@ -249,6 +249,18 @@ static inline void pool_owner_set(const pool_arena_t *a, const pool_span_sh_t *s
 {
     *pool_owner_of(a, s, oi) = tag;
 }
+/* Make handed-out object oi of s, which the caller is freeing, tag's (as
+ * pool_adopt would) without a lock, so that a reap of the process that
+ * took it, which frees what still carries that process's tag, leaves it to
+ * the caller's list, bound for its span.  One compare-and-swap against
+ * what the caller read: false when the tag changed meanwhile. */
+static inline bool pool_owner_take(const pool_arena_t *a, const pool_span_sh_t *s, uint32_t oi,
+                                   uint16_t tag)
+{
+    uint8_t *t = pool_owner_of(a, s, oi);
+    uint8_t was = pool_atomic_load_relaxed(t), want = pool_tag_byte(tag);
+    return was == want || pool_atomic_cas(t, &was, want);
+}
 /* Index of object p in small span s. */
 static inline uint32_t pool_span_object_index(const pool_arena_t *a, const pool_span_sh_t *s,
                                               const void *p)

@@ -286,16 +286,15 @@ void pool_tcache_free_(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, void
         check_free(tc, bin, cls, s, oi, p);
     if (pool_config_stats)
         tc->stats[cls].frees++;
-    if (!mine && *pool_owner_of(a, s, oi) != pool_tag_byte(tc->tag)) {
-        /* Another process's: straight back under the class lock, or a
-         * reap of that process could give it back a second time from
-         * under this cache. */
+    if (!mine && !pool_owner_take(a, s, oi, tc->tag)) {
+        /* Its tag changed under us (a pool_adopt, a detach): straight
+         * back under the class lock. */
         pool_central_release_(a, cls, &p, 1);
         return;
     }
     if (!mine) {
         /* Another thread's span: its owner alone takes from it, so p waits
-         * here to go back in a batch. */
+         * here to go back in a batch, this process's now. */
         pool_bin_push(tc, bin, p);
         if (bin->len >= pool_classes_[cls].max_batch)
             release_bin(a, tc, cls, bin);
