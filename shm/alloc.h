@@ -76,7 +76,7 @@ static inline void pool_free_fast(void *p)
     }
     if (pool_config_debug > 0)
         pool_debug_on_free_(p);
-    pool_bin_link(tc, cls, p);
+    pool_list_link(tc, &tc->heads[cls], p);
     if (pool_config_stats)
         tc->stats[cls].frees++;
 }

@@ -1,13 +1,21 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* libshmpool — the central cache: one per size class, shared.
  *
- * Each class keeps the spans that have free objects on an index-linked list
- * behind its own lock.  The span bitmaps and free counts are the truth: a
- * fetch sets bits and threads the objects into a list for the thread cache,
- * a release clears them.  A span whose objects are all free goes back to the
- * page heap after the class lock is dropped (the page-heap lock is never
- * taken under a class lock), except one per class, kept to damp the thrash
- * of a class that hovers around a span boundary.
+ * A span of a class is owned by at most one thread cache (its slot, in
+ * span->holder), and only that cache's fetches take objects from it, so no
+ * two threads' or processes' live objects share a span.  A fetch takes from
+ * the spans its cache owns, else takes over the head of the class's list
+ * of spans no one owns that have free objects (or a fresh span); the owner
+ * gives a span up when its own release brings every object back, or when
+ * it leaves (pool_central_disown_, or its reap).  The lists (the class's,
+ * and each owner's of spans with and without free objects, pool_own_t)
+ * are index-linked, behind the class lock.  The span bitmaps and free
+ * counts are the truth: a fetch sets bits and threads the objects into a
+ * list for the thread cache, a release clears them, whoever frees.  A span
+ * whose objects are all free and that no one owns goes back to the page
+ * heap after the class lock is dropped (the page-heap lock is never taken
+ * under a class lock), except a few per class, kept to damp the thrash of
+ * a class that hovers around a span boundary.
  *
  * Every metadata write under the class lock is journaled (POOL_JSET) so a
  * dead holder's operation can be undone; the rebuild after a failed
@@ -16,7 +24,8 @@
  * process moving it, so that a reap can finish the move if it dies there.
  * A fetched object's tag byte records the process it went to.
  *
- * Entry points: pool_central_fetch_(), pool_central_release_().
+ * Entry points: pool_central_fetch_(), pool_central_release_(),
+ * pool_central_disown_().
  */
 #include "pool-internal.h"
 
@@ -24,27 +33,28 @@
 
 #include "prim/prim.h"
 
-/* j is the class's journal inside an operation, NULL in the rebuild.
+/* The lists a span of a class is on: the class's own (head) or one of an
+ * owner's (pool_own_t), all linked through the spans' prev and next.  j is
+ * the class's journal inside an operation, NULL in the rebuild.
  * REQUIRES: class lock (the static functions below). */
-static void list_push(pool_arena_t *a, pool_central_sh_t *c, pool_journal_sh_t *j, uint32_t idx)
+static void list_push(pool_arena_t *a, uint32_t *head, pool_journal_sh_t *j, uint32_t idx)
 {
     pool_span_sh_t *s = &a->spans[idx];
     POOL_JSET(j, s->prev, POOL_NIL);
-    POOL_JSET(j, s->next, c->head);
-    if (c->head != POOL_NIL)
-        POOL_JSET(j, a->spans[c->head].prev, idx);
-    POOL_JSET(j, c->head, idx);
+    POOL_JSET(j, s->next, *head);
+    if (*head != POOL_NIL)
+        POOL_JSET(j, a->spans[*head].prev, idx);
+    POOL_JSET(j, *head, idx);
     POOL_JSET(j, s->listed, POOL_LISTED_YES);
 }
 
-static void list_remove(pool_arena_t *a, pool_central_sh_t *c, pool_journal_sh_t *j,
-                        uint32_t idx)
+static void list_remove(pool_arena_t *a, uint32_t *head, pool_journal_sh_t *j, uint32_t idx)
 {
     pool_span_sh_t *s = &a->spans[idx];
     if (s->prev != POOL_NIL)
         POOL_JSET(j, a->spans[s->prev].next, s->next);
     else
-        POOL_JSET(j, c->head, s->next);
+        POOL_JSET(j, *head, s->next);
     if (s->next != POOL_NIL)
         POOL_JSET(j, a->spans[s->next].prev, s->prev);
     POOL_JSET(j, s->prev, POOL_NIL);
@@ -62,9 +72,43 @@ void pool_central_init_(pool_arena_t *a)
     }
 }
 
-static uint8_t tag_byte(uint16_t tag)
+void pool_central_own_init_(pool_tcache_sh_t *tc)
 {
-    return tag <= POOL_MAX_TAG ? (uint8_t)tag : POOL_NO_TAG;
+    for (unsigned cls = 0; cls < POOL_NCLASSES; cls++)
+        tc->own[cls].spans = tc->own[cls].full = POOL_NIL;
+}
+
+/* The list span s belongs on: its owner's, for spans with free objects or
+ * for full ones, when it has one; else the class's while it has free
+ * objects, and none (NULL) when it is full.  REQUIRES: class lock. */
+static uint32_t *home(pool_arena_t *a, unsigned cls, const pool_span_sh_t *s)
+{
+    if (s->holder == 0)
+        return s->nfree > 0 ? &a->central[cls].head : NULL;
+    pool_own_t *o = &a->tcaches[s->holder - 1].own[cls];
+    return s->nfree > 0 ? &o->spans : &o->full;
+}
+
+/* Move span idx from list `from` (NULL: none) to its home.  REQUIRES:
+ * class lock and an operation begun on j. */
+static void relist(pool_arena_t *a, unsigned cls, pool_journal_sh_t *j, uint32_t idx,
+                   uint32_t *from)
+{
+    uint32_t *to = home(a, cls, &a->spans[idx]);
+    if (from == to)
+        return;
+    if (from != NULL)
+        list_remove(a, from, j, idx);
+    if (to != NULL)
+        list_push(a, to, j, idx);
+}
+
+/* The thread cache tc gives span s up: its own page map stops sending the
+ * span's objects to its bins.  The map is the thread's, never the arena's:
+ * nothing to journal, as it dies with the thread. */
+static void forget(pool_tcache_sh_t *tc, const pool_span_sh_t *s)
+{
+    memset((uint8_t *)tc->pm_class + s->start, 0, s->npages);
 }
 
 /* Take n free objects from span idx into out[], tagging them, or fewer if
@@ -85,8 +129,8 @@ static uint8_t tag_byte(uint16_t tag)
  * taken, and the free count once per word.  At most POOL_BITMAP_WORDS + 8
  * journal entries.
  * REQUIRES: class lock and an operation begun on j. */
-static uint32_t take_objects(pool_arena_t *a, pool_central_sh_t *c, pool_journal_sh_t *j,
-                             uint32_t idx, uint32_t n, bool pages, uint8_t tag, void **out)
+static uint32_t take_objects(pool_arena_t *a, pool_journal_sh_t *j, uint32_t idx, uint32_t n,
+                             bool pages, uint8_t tag, void **out)
 {
     pool_span_sh_t *s = &a->spans[idx];
     char *base = pool_span_addr(a, s);
@@ -95,11 +139,6 @@ static uint32_t take_objects(pool_arena_t *a, pool_central_sh_t *c, pool_journal
     uint32_t next = POOL_NIL; /* the object after the last one taken */
     size_t end_page = 0;      /* with pages: the page the nth object ends in */
     uint8_t *owners = pool_owner_of(a, s, 0); /* object oi's tag at owners[oi] */
-    if (s->nfree == s->count) {
-        POOL_JSET(j, c->nempty, c->nempty - 1);
-        if (c->nempty < c->nempty_min)
-            POOL_JSET(j, c->nempty_min, c->nempty);
-    }
     pool_journal_save_(j, &s->nfree, sizeof s->nfree);
     for (unsigned w = 0; w < POOL_BITMAP_WORDS && (got < n || next == w * 64); w++) {
         uint64_t avail = ~s->bitmap[w], taken = 0;
@@ -130,9 +169,21 @@ static uint32_t take_objects(pool_arena_t *a, pool_central_sh_t *c, pool_journal
         got += took;
         s->nfree = (uint16_t)(s->nfree - took);
     }
-    if (s->nfree == 0)
-        list_remove(a, c, j, idx);
     return got;
+}
+
+/* Span idx, on the class's list, is about to be taken from (and, for a
+ * thread cache's fetch, taken over): one of the class's empty spans no
+ * more if it was one.  REQUIRES: class lock and an operation begun on j. */
+static void uncount(pool_arena_t *a, unsigned cls, pool_journal_sh_t *j, uint32_t idx)
+{
+    pool_central_sh_t *c = &a->central[cls];
+    pool_span_sh_t *s = &a->spans[idx];
+    if (s->nfree == s->count) {
+        POOL_JSET(j, c->nempty, c->nempty - 1);
+        if (c->nempty < c->nempty_min)
+            POOL_JSET(j, c->nempty_min, c->nempty);
+    }
 }
 
 void pool_central_add_span_locked_(pool_arena_t *a, unsigned cls, uint32_t idx)
@@ -142,15 +193,18 @@ void pool_central_add_span_locked_(pool_arena_t *a, unsigned cls, uint32_t idx)
     POOL_JSET(j, c->nspans, c->nspans + 1);
     POOL_CRASH_POINT("central.add_span");
     POOL_JSET(j, c->nempty, c->nempty + 1);
-    list_push(a, c, j, idx);
+    POOL_JSET(j, a->spans[idx].holder, 0);
+    list_push(a, &c->head, j, idx);
 }
 
-uint32_t pool_central_fetch_(pool_arena_t *a, unsigned cls, uint32_t n, uint16_t owner,
+uint32_t pool_central_fetch_(pool_arena_t *a, unsigned cls, uint32_t n, pool_tcache_sh_t *tc,
                              void **out)
 {
     pool_central_sh_t *c = &a->central[cls];
     pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
-    uint8_t tag = tag_byte(owner);
+    uint32_t none = POOL_NIL;
+    uint32_t *own = tc != NULL ? &tc->own[cls].spans : &none;
+    uint8_t tag = tc != NULL ? pool_tag_byte(tc->tag) : POOL_NO_TAG;
     bool pages = n * pool_classes_[cls].size >= POOL_STREAM_BYTES / 2;
     uint32_t got = 0;
     pool_assert(cls > 0 && cls < POOL_NCLASSES && n > 0 && n <= POOL_BATCH_MAX);
@@ -160,7 +214,9 @@ uint32_t pool_central_fetch_(pool_arena_t *a, unsigned cls, uint32_t n, uint16_t
         /* What was taken so far is tagged: if we die after a commit, a
          * reap gives it back. */
         pool_journal_step_(j);
-        uint32_t idx = c->head;
+        uint32_t idx = *own;
+        if (idx == POOL_NIL)
+            idx = c->head;
         if (idx == POOL_NIL) {
             /* Never hold a class lock while taking the page-heap lock. */
             pool_journal_commit_(j);
@@ -179,7 +235,16 @@ uint32_t pool_central_fetch_(pool_arena_t *a, unsigned cls, uint32_t n, uint16_t
                 break;
             continue;
         }
-        got += take_objects(a, c, j, idx, n - got, pages, tag, out + got);
+        if (a->spans[idx].holder == 0)
+            uncount(a, cls, j, idx);
+        if (tc != NULL && a->spans[idx].holder == 0) {
+            POOL_JSET(j, a->spans[idx].holder, (uint16_t)(tc->slot + 1));
+            POOL_CRASH_POINT("central.claim");
+            relist(a, cls, j, idx, &c->head);
+        }
+        uint32_t *from = home(a, cls, &a->spans[idx]);
+        got += take_objects(a, j, idx, n - got, pages, tag, out + got);
+        relist(a, cls, j, idx, from);
     }
     if (pool_config_stats) {
         a->cstats[cls].fetches++;
@@ -209,14 +274,15 @@ pool_span_sh_t *pool_object_span_(pool_arena_t *a, const void *p, uint32_t *oi)
     return s;
 }
 
-/* Take listed span idx off the class, bound for the page heap: LEAVING,
- * moved by `tag`, pushed on *leaving (linked by next).  REQUIRES: class
- * lock and an operation begun on j. */
-static void leave(pool_arena_t *a, pool_central_sh_t *c, pool_journal_sh_t *j, uint32_t idx,
-                  uint16_t tag, uint32_t *leaving)
+/* Take span idx off list `from` (NULL: none) and the class, bound for the
+ * page heap: LEAVING, moved by `tag`, pushed on *leaving (linked by next).
+ * REQUIRES: class lock and an operation begun on j. */
+static void leave(pool_arena_t *a, pool_central_sh_t *c, pool_journal_sh_t *j, uint32_t *from,
+                  uint32_t idx, uint16_t tag, uint32_t *leaving)
 {
     pool_span_sh_t *s = &a->spans[idx];
-    list_remove(a, c, j, idx);
+    if (from != NULL)
+        list_remove(a, from, j, idx);
     POOL_JSET(j, c->nspans, c->nspans - 1);
     POOL_JSET(j, s->listed, POOL_LISTED_LEAVING);
     POOL_JSET(j, s->owner, tag);
@@ -224,17 +290,37 @@ static void leave(pool_arena_t *a, pool_central_sh_t *c, pool_journal_sh_t *j, u
     *leaving = idx;
 }
 
-/* Give back the objects of span s whose bits are set in bits[] (n of
- * them): one journal entry per bitmap word touched and one for the count,
- * however many objects.  A span that becomes wholly free stays with the
- * class while it keeps fewer empty spans than its budget; beyond that it is
- * unlinked, marked LEAVING for `tag` and pushed on *leaving.  False
- * (nothing changed) when one of the objects is not handed out.  One step.
- * REQUIRES: class lock and an operation begun on j. */
-static bool give_back(pool_arena_t *a, unsigned cls, pool_span_sh_t *s, const uint64_t *bits,
-                      uint32_t n, uint16_t tag, uint32_t *leaving)
+/* Span idx, taken off list `from` (NULL: none), where it belongs now: a
+ * span no one owns that is wholly free stays with the class while it
+ * keeps fewer empty spans than its budget; beyond that it is unlinked,
+ * marked LEAVING for `tag` and pushed on *leaving.  The span must not have
+ * counted as one of the class's empty spans before.  REQUIRES: class lock
+ * and an operation begun on j. */
+static void settle(pool_arena_t *a, unsigned cls, pool_journal_sh_t *j, uint32_t idx,
+                   uint32_t *from, uint16_t tag, uint32_t *leaving)
 {
     pool_central_sh_t *c = &a->central[cls];
+    pool_span_sh_t *s = &a->spans[idx];
+    if (s->holder == 0 && s->nfree == s->count) {
+        if (c->nempty >= pool_classes_[cls].keep_empty) {
+            leave(a, c, j, from, idx, tag, leaving);
+            return;
+        }
+        POOL_JSET(j, c->nempty, c->nempty + 1);
+    }
+    relist(a, cls, j, idx, from);
+}
+
+/* Give back the objects of span s whose bits are set in bits[] (n of
+ * them): one journal entry per bitmap word touched and one for the count,
+ * however many objects.  A span whose objects all come back through its
+ * owner's own release (tc) is given up; one owned by another cache stays
+ * its owner's, wholly free or not.  Then it settles.  False (nothing
+ * changed) when one of the objects is not handed out.  One step.
+ * REQUIRES: class lock and an operation begun on j. */
+static bool give_back(pool_arena_t *a, unsigned cls, pool_span_sh_t *s, const uint64_t *bits,
+                      uint32_t n, pool_tcache_sh_t *tc, uint16_t tag, uint32_t *leaving)
+{
     pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
     if (s->listed == POOL_LISTED_QUARANTINED)
         return true; /* its objects stay out of circulation */
@@ -244,20 +330,17 @@ static bool give_back(pool_arena_t *a, unsigned cls, pool_span_sh_t *s, const ui
         if (bits[w] & ~s->bitmap[w])
             return false;
     uint32_t idx = s->start;
+    uint32_t *from = home(a, cls, s);
     for (unsigned w = 0; w < POOL_BITMAP_WORDS; w++)
         if (bits[w] != 0)
             POOL_JSET(j, s->bitmap[w], s->bitmap[w] & ~bits[w]);
     POOL_CRASH_POINT("central.release");
-    uint32_t before = s->nfree;
-    POOL_JSET(j, s->nfree, before + n);
-    if (before == 0)
-        list_push(a, c, j, idx);
-    if (s->nfree == s->count) {
-        if (c->nempty < pool_classes_[cls].keep_empty)
-            POOL_JSET(j, c->nempty, c->nempty + 1);
-        else
-            leave(a, c, j, idx, tag, leaving);
+    POOL_JSET(j, s->nfree, s->nfree + n);
+    if (s->nfree == s->count && tc != NULL && s->holder == tc->slot + 1) {
+        POOL_JSET(j, s->holder, 0);
+        forget(tc, s);
     }
+    settle(a, cls, j, idx, from, tag, leaving);
     return true;
 }
 
@@ -283,7 +366,7 @@ static void decay_empties(pool_arena_t *a, unsigned cls, uint16_t tag, uint32_t 
         if (s->nfree == s->count) {
             pool_journal_step_(j);
             POOL_JSET(j, c->nempty, c->nempty - 1);
-            leave(a, c, j, i, tag, leaving);
+            leave(a, c, j, &c->head, i, tag, leaving);
             due--;
         }
         i = next;
@@ -315,7 +398,7 @@ bool pool_central_release_one_(pool_arena_t *a, unsigned cls, void *p, uint16_t 
         return false;
     uint64_t bits[POOL_BITMAP_WORDS] = { 0 };
     bits[oi / 64] = UINT64_C(1) << (oi % 64);
-    return give_back(a, cls, s, bits, 1, tag, leaving);
+    return give_back(a, cls, s, bits, 1, NULL, tag, leaving);
 }
 
 /* A release found p unacceptable: name the fault and abort. */
@@ -345,8 +428,8 @@ typedef struct group_s {
 /* Apply groups g[0..ng) to their spans.  A group refused by give_back
  * names its first object that is not handed out.  REQUIRES: class lock
  * and an operation begun on its journal. */
-static void flush_groups(pool_arena_t *a, unsigned cls, group_t *g, unsigned ng, uint16_t tag,
-                         uint32_t *leaving)
+static void flush_groups(pool_arena_t *a, unsigned cls, group_t *g, unsigned ng,
+                         pool_tcache_sh_t *tc, uint16_t tag, uint32_t *leaving)
 {
     pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
     for (unsigned k = 0; k < ng; k++) {
@@ -354,7 +437,7 @@ static void flush_groups(pool_arena_t *a, unsigned cls, group_t *g, unsigned ng,
          * tagged: a reap gives them back if we die after a commit. */
         pool_journal_step_(j);
         pool_span_sh_t *s = g[k].span;
-        if (pool_unlikely(!give_back(a, cls, s, g[k].bits, g[k].n, tag, leaving))) {
+        if (pool_unlikely(!give_back(a, cls, s, g[k].bits, g[k].n, tc, tag, leaving))) {
             for (unsigned w = 0; w < POOL_BITMAP_WORDS; w++) {
                 uint64_t bad = g[k].bits[w] & ~s->bitmap[w];
                 if (bad != 0) {
@@ -370,13 +453,14 @@ static void flush_groups(pool_arena_t *a, unsigned cls, group_t *g, unsigned ng,
 /* Open a group for span s in g[] (applying every open group first when
  * all are taken); returns its index. */
 static unsigned open_group(pool_arena_t *a, unsigned cls, group_t *g, unsigned *ng,
-                           pool_span_sh_t *s, uint16_t tag, uint32_t *leaving)
+                           pool_span_sh_t *s, pool_tcache_sh_t *tc, uint16_t tag,
+                           uint32_t *leaving)
 {
     for (unsigned k = 0; k < *ng; k++)
         if (g[k].span == s)
             return k;
     if (*ng == RELEASE_GROUPS) {
-        flush_groups(a, cls, g, *ng, tag, leaving);
+        flush_groups(a, cls, g, *ng, tc, tag, leaving);
         *ng = 0;
     }
     unsigned k = (*ng)++;
@@ -390,6 +474,7 @@ void pool_central_release_(pool_arena_t *a, unsigned cls, void *const *objs, uin
 {
     pool_central_sh_t *c = &a->central[cls];
     pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
+    pool_tcache_sh_t *tc = pool_tls_tcache_ != &pool_empty_tcache_ ? pool_tls_tcache_ : NULL;
     uint16_t tag = pool_thread_tag();
     uint32_t leaving = POOL_NIL; /* spans for the page heap, linked by next */
     group_t g[RELEASE_GROUPS], *gp = g;
@@ -431,7 +516,7 @@ void pool_central_release_(pool_arena_t *a, unsigned cls, void *const *objs, uin
     pool_journal_begin_(j, POOL_OP_RELEASE);
     for (uint32_t i = 0; i < n; i++) {
         if (i == 0 || span[i] != span[i - 1])
-            gp = &g[open_group(a, cls, g, &ng, &a->spans[span[i]], tag, &leaving)];
+            gp = &g[open_group(a, cls, g, &ng, &a->spans[span[i]], tc, tag, &leaving)];
         uint32_t oi = index[i];
         uint64_t bit = UINT64_C(1) << (oi % 64);
         if (pool_unlikely(gp->bits[oi / 64] & bit))
@@ -439,7 +524,7 @@ void pool_central_release_(pool_arena_t *a, unsigned cls, void *const *objs, uin
         gp->bits[oi / 64] |= bit;
         gp->n++;
     }
-    flush_groups(a, cls, g, ng, tag, &leaving);
+    flush_groups(a, cls, g, ng, tc, tag, &leaving);
     pool_journal_step_(j);
     decay_empties(a, cls, tag, &leaving);
     if (pool_config_stats) {
@@ -468,6 +553,55 @@ void pool_central_decay_(pool_arena_t *a, unsigned cls, uint16_t tag)
     pool_journal_commit_(j);
     pool_unlock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
     send_leaving(a, cls, leaving);
+}
+
+/* Every span tc owns of class cls given up, its own objects in it left
+ * live: each settles as one step.  A live owner (pool_central_disown_)
+ * forgets them in its page map; a dead one's went with it.  REQUIRES:
+ * class lock and an operation begun on j. */
+static void disown_all(pool_arena_t *a, unsigned cls, pool_journal_sh_t *j, pool_tcache_sh_t *tc,
+                       bool live, uint16_t tag, uint32_t *leaving)
+{
+    pool_own_t *own = &tc->own[cls];
+    uint32_t *lists[2] = { &own->spans, &own->full };
+    for (unsigned l = 0; l < 2; l++) {
+        while (*lists[l] != POOL_NIL) {
+            uint32_t idx = *lists[l];
+            pool_journal_step_(j);
+            POOL_JSET(j, a->spans[idx].holder, 0);
+            POOL_CRASH_POINT("central.disown");
+            if (live)
+                forget(tc, &a->spans[idx]);
+            settle(a, cls, j, idx, lists[l], tag, leaving);
+        }
+    }
+}
+
+void pool_central_disown_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc)
+{
+    pool_central_sh_t *c = &a->central[cls];
+    pool_own_t *own = &tc->own[cls];
+    /* Read without the lock: only this thread adds to its lists. */
+    if (pool_atomic_load_relaxed(&own->spans) == POOL_NIL &&
+        pool_atomic_load_relaxed(&own->full) == POOL_NIL)
+        return;
+    pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
+    uint32_t leaving = POOL_NIL;
+    pool_lock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
+    pool_journal_begin_(j, POOL_OP_RELEASE);
+    disown_all(a, cls, j, tc, true, tc->tag, &leaving);
+    pool_journal_commit_(j);
+    pool_unlock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
+    send_leaving(a, cls, leaving);
+}
+
+void pool_central_disown_dead_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc,
+                               uint16_t tag, uint32_t *leaving)
+{
+    pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
+    pool_journal_begin_(j, POOL_OP_REAP);
+    disown_all(a, cls, j, tc, false, tag, leaving);
+    pool_journal_commit_(j);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -499,35 +633,57 @@ static uint32_t free_in_bitmap(const pool_span_sh_t *s)
     return POOL_MAX_OBJECTS - held;
 }
 
+/* The spans on list head, each of the class and at home there (holder
+ * and free count as the list says), linked both ways; adds their number to
+ * *listed and the wholly free ones to *empty.  False on a bad list.
+ * REQUIRES: class lock. */
+static bool verify_list(pool_arena_t *a, unsigned cls, uint32_t head, uint32_t *listed,
+                        uint32_t *empty)
+{
+    uint32_t carved = pool_atomic_load_acquire(&a->ph->carved);
+    uint32_t prev = POOL_NIL;
+    for (uint32_t i = head; i != POOL_NIL; i = a->spans[i].next) {
+        if (i >= carved || ++*listed > carved)
+            return false;
+        const pool_span_sh_t *s = &a->spans[i];
+        if (s->state != POOL_SPAN_SMALL || s->cls != cls || s->listed != POOL_LISTED_YES ||
+            s->prev != prev || s->nfree > s->count || s->holder > POOL_MAX_SLOTS ||
+            home(a, cls, s) == NULL || *home(a, cls, s) != head)
+            return false;
+        if (s->nfree == s->count)
+            ++*empty;
+        prev = i;
+    }
+    return true;
+}
+
 bool pool_central_verify_(pool_arena_t *a, unsigned cls)
 {
     pool_central_sh_t *c = &a->central[cls];
     uint32_t carved = pool_atomic_load_acquire(&a->ph->carved);
-    uint32_t listed = 0, empty = 0, prev = POOL_NIL;
-    for (uint32_t i = c->head; i != POOL_NIL; i = a->spans[i].next) {
-        if (i >= carved || ++listed > carved)
-            return false;
-        const pool_span_sh_t *s = &a->spans[i];
-        if (s->state != POOL_SPAN_SMALL || s->cls != cls || s->listed != POOL_LISTED_YES ||
-            s->prev != prev || s->nfree == 0 || s->nfree > s->count)
-            return false;
-        if (s->nfree == s->count)
-            empty++;
-        prev = i;
-    }
-    if (empty != c->nempty)
+    uint32_t listed = 0, empty = 0, owned_empty = 0;
+    if (!verify_list(a, cls, c->head, &listed, &empty) || empty != c->nempty)
         return false;
-    uint32_t spans = 0, with_free = 0;
+    for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
+        if (!pool_atomic_load_acquire(&a->slots[i].used))
+            continue;
+        const pool_own_t *o = &a->tcaches[i].own[cls];
+        if (!verify_list(a, cls, o->spans, &listed, &owned_empty) ||
+            !verify_list(a, cls, o->full, &listed, &owned_empty))
+            return false;
+    }
+    uint32_t spans = 0, on_lists = 0;
     for (uint32_t p = 0; p < carved; p++) {
         const pool_span_sh_t *s = class_span(a, p, cls);
         if (s == NULL)
             continue;
-        if (s->nfree != free_in_bitmap(s) || (s->listed == POOL_LISTED_YES) != (s->nfree > 0))
+        if (s->nfree != free_in_bitmap(s) ||
+            (s->listed == POOL_LISTED_YES) != (s->nfree > 0 || s->holder != 0))
             return false;
         spans++;
-        with_free += s->listed == POOL_LISTED_YES;
+        on_lists += s->listed == POOL_LISTED_YES;
     }
-    return spans == c->nspans && with_free == listed;
+    return spans == c->nspans && on_lists == listed;
 }
 
 /* The span's geometry is the class's, and bits past its objects are set. */
@@ -547,6 +703,9 @@ void pool_central_rebuild_(pool_arena_t *a, unsigned cls)
     pool_central_sh_t *c = &a->central[cls];
     c->head = POOL_NIL;
     c->nspans = c->nempty = 0;
+    for (unsigned i = 0; i < POOL_MAX_SLOTS; i++)
+        if (pool_atomic_load_acquire(&a->slots[i].used))
+            a->tcaches[i].own[cls].spans = a->tcaches[i].own[cls].full = POOL_NIL;
     uint32_t carved = pool_atomic_load_acquire(&a->ph->carved);
     for (uint32_t p = 0; p < carved; p++) {
         pool_span_sh_t *s = class_span(a, p, cls);
@@ -564,12 +723,16 @@ void pool_central_rebuild_(pool_arena_t *a, unsigned cls)
         }
         s->nfree = (uint16_t)free_in_bitmap(s);
         s->listed = POOL_LISTED_NO;
+        /* Owners keep their spans: a live owner's page map sends their
+         * objects to its bins. */
+        if (s->holder > POOL_MAX_SLOTS)
+            s->holder = 0;
         c->nspans++;
-        if (s->nfree > 0) {
-            list_push(a, c, NULL, p);
-            if (s->nfree == s->count)
-                c->nempty++;
-        }
+        uint32_t *to = home(a, cls, s);
+        if (to != NULL)
+            list_push(a, to, NULL, p);
+        if (s->holder == 0 && s->nfree == s->count)
+            c->nempty++;
     }
     c->nempty_min = c->nempty;
 }

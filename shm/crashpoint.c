@@ -28,6 +28,7 @@
  * checks that the sources use no other. */
 const char *const pool_crash_points_[] = {
     "central.fetch",    "central.add_span",    "central.release",
+    "central.claim",    "central.disown",
     "pageheap.take",    "pageheap.carve",      "pageheap.free",
     "pageheap.merge_left", "pageheap.merge_right", "pageheap.release",
     "lock.acquired",    "recover.undo",        "recover.rebuild",

@@ -56,8 +56,9 @@ static bool fail(chk_t *c, const char *fmt, ...)
 /* Per class totals gathered by the span walk. */
 typedef struct class_tot_s {
     uint32_t spans;  /* small spans of the class, not on their way out */
-    uint32_t listed; /* of those, with free objects */
+    uint32_t listed; /* of those no thread cache owns, with free objects */
     uint32_t empty;  /* of the listed, wholly free */
+    uint32_t owned;  /* spans a thread cache owns */
 } class_tot_t;
 
 static bool check_small(chk_t *c, const pool_span_sh_t *s, class_tot_t *tot)
@@ -94,6 +95,15 @@ static bool check_small(chk_t *c, const pool_span_sh_t *s, class_tot_t *tot)
     if (s->listed != POOL_LISTED_YES && s->listed != POOL_LISTED_NO)
         return fail(c, "span %u: bad listed value %u", s->start, s->listed);
     tot[s->cls].spans++;
+    if (s->holder > POOL_MAX_SLOTS)
+        return fail(c, "span %u: owner slot %u out of range", s->start, s->holder - 1u);
+    if (s->holder != 0) {
+        if (s->listed != POOL_LISTED_YES)
+            return fail(c, "span %u: owned by slot %u but not on its lists", s->start,
+                        s->holder - 1u);
+        tot[s->cls].owned++;
+        return true;
+    }
     if ((s->listed == 1) != (s->nfree > 0))
         return fail(c, "span %u: listed=%u with %u free objects", s->start, s->listed, s->nfree);
     if (s->nfree > 0)
@@ -227,6 +237,31 @@ static bool check_central(chk_t *c, const class_tot_t *tot)
             return fail(c, "class %u: list has %u spans (%u empty), counts say %u spans, %u "
                         "empty; the walk found %u spans, %u with free objects", cls, n, empty,
                         ce->nspans, ce->nempty, tot[cls].spans, tot[cls].listed);
+        uint32_t owned = 0;
+        for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
+            if (!pool_atomic_load_acquire(&a->slots[i].used))
+                continue;
+            const pool_own_t *o = &a->tcaches[i].own[cls];
+            for (unsigned full = 0; full < 2; full++) {
+                prev = POOL_NIL;
+                for (uint32_t k = full ? o->full : o->spans; k != POOL_NIL;
+                     k = a->spans[k].next) {
+                    if (k >= a->ph->carved || ++owned > tot[cls].owned)
+                        return fail(c, "slot %u class %u: bad link or cycle at span %u", i, cls,
+                                    k);
+                    const pool_span_sh_t *s = &a->spans[k];
+                    if (s->state != POOL_SPAN_SMALL || s->cls != cls || s->holder != i + 1 ||
+                        (s->nfree == 0) != (full == 1) || s->prev != prev)
+                        return fail(c, "slot %u class %u: span %u on its %s list is not one "
+                                    "it owns with%s free objects", i, cls, k,
+                                    full ? "full" : "", full ? "out" : "");
+                    prev = k;
+                }
+            }
+        }
+        if (owned != tot[cls].owned)
+            return fail(c, "class %u: owners' lists hold %u spans, the walk found %u owned", cls,
+                        owned, tot[cls].owned);
     }
     return true;
 }
@@ -248,9 +283,13 @@ static bool check_slots(chk_t *c)
         bool walk = c->mode == CHK_QUIET || (c->mode == CHK_LIVE && tc == pool_tls_tcache_);
         if (!walk && c->mode == CHK_LIVE)
             c->left_out++;
-        for (unsigned cls = 1; walk && cls < POOL_NCLASSES; cls++) {
-            uint32_t n = 0, len = pool_bin_len(tc, cls);
-            for (void *p = tc->heads[cls]; p != NULL; p = *(void **)p) {
+        for (unsigned k = 2; walk && k < 2 * POOL_NCLASSES; k++) {
+            /* The bin holds objects of spans the slot owns, the remote
+             * list of spans it does not. */
+            unsigned cls = k / 2, remote = k % 2;
+            pool_list_t l = pool_tcache_list(tc, cls, remote == 1);
+            uint32_t n = 0, len = pool_list_len(l);
+            for (void *p = *l.head; p != NULL; p = *(void **)p) {
                 if (++n > len)
                     return fail(c, "slot %u class %u: list longer than its length %u", i, cls,
                                 len);
@@ -263,6 +302,10 @@ static bool check_slots(chk_t *c)
                 if (off % s->objsize != 0 || oi >= s->count)
                     return fail(c, "slot %u class %u: cached %p is not an object boundary", i,
                                 cls, p);
+                if ((s->holder == i + 1) == (remote == 1))
+                    return fail(c, "slot %u class %u: %p is on its %s list, its span %s", i,
+                                cls, p, remote ? "remote" : "cache",
+                                remote ? "is the slot's" : "is not the slot's");
                 if (!(s->bitmap[oi / 64] & (UINT64_C(1) << (oi % 64))))
                     return fail(c, "slot %u class %u: cached %p is free in its span", i, cls, p);
 #if POOL_CONFIG_DEBUG > 0

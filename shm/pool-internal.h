@@ -208,7 +208,13 @@ static inline void *pool_span_addr(const pool_arena_t *a, const pool_span_sh_t *
 /* ------------------------------------------------------------------------ */
 
 void pool_central_init_(pool_arena_t *a);
-/* Hand out n (1..POOL_BATCH_MAX) objects of class cls into out[], in
+/* Empty lists of owned spans for a cache whose slot is taken for the first
+ * time, before its `used` is set. */
+void pool_central_own_init_(pool_tcache_sh_t *tc);
+/* Hand out n (1..POOL_BATCH_MAX) objects of class cls into out[] for the
+ * thread cache tc, from the spans it owns, else from one it takes (the
+ * class's, or a fresh one from the page heap); with tc NULL (tests), from
+ * the class's spans, untagged and taking none.  In
  * address order within each span: fewer when the arena runs out, and more
  * when that ends the batch on a cache-line boundary (up to three more) or,
  * for a batch of half a 4 KiB page or more, on such a page (out has room
@@ -216,7 +222,7 @@ void pool_central_init_(pool_arena_t *a);
  * lock, and the page-heap lock (after dropping the class lock) when no
  * span has free objects.  Returns how many; 0 means the arena is
  * exhausted. */
-uint32_t pool_central_fetch_(pool_arena_t *a, unsigned cls, uint32_t n, uint16_t owner,
+uint32_t pool_central_fetch_(pool_arena_t *a, unsigned cls, uint32_t n, pool_tcache_sh_t *tc,
                              void **out);
 /* Give back objs[0..n) (n <= POOL_RELEASE_MAX) of class cls; their memory
  * is not touched.  Spans that become wholly free go to the page heap after
@@ -229,6 +235,15 @@ void pool_central_release_(pool_arena_t *a, unsigned cls, void *const *objs, uin
  * LEAVING for `tag` on their way.  Cheap when there is nothing to do.
  * Takes the class lock, then the page-heap lock with it dropped. */
 void pool_central_decay_(pool_arena_t *a, unsigned cls, uint16_t tag);
+/* Give up every span of class cls that tc, the calling thread's cache,
+ * owns: its objects in them stay live, and its page map forgets them.
+ * Takes the class lock, then the page-heap lock with it dropped. */
+void pool_central_disown_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc);
+/* The same for the cache of a dead thread, within a reap: spans that
+ * leave the class go on *leaving (linked by next), marked LEAVING for
+ * `tag`.  REQUIRES: every lock. */
+void pool_central_disown_dead_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc,
+                               uint16_t tag, uint32_t *leaving);
 /* Rebuild the class's list and counts from its spans' bitmaps; a span
  * whose geometry is wrong is quarantined.  Never journals; safe to run
  * twice.  REQUIRES: class lock (the lock's repair when verification
@@ -253,6 +268,11 @@ bool pool_central_release_one_(pool_arena_t *a, unsigned cls, void *p, uint16_t 
  * in *oi), else NULL.  Safe on any pointer; stable only under the class
  * lock of the span's class. */
 pool_span_sh_t *pool_object_span_(pool_arena_t *a, const void *p, uint32_t *oi);
+/* The byte an object's owner tag is kept in: slot 255's has none. */
+static inline uint8_t pool_tag_byte(uint16_t tag)
+{
+    return tag <= POOL_MAX_TAG ? (uint8_t)tag : POOL_NO_TAG;
+}
 /* Tag byte of object oi of small span s. */
 static inline uint8_t *pool_owner_of(const pool_arena_t *a, const pool_span_sh_t *s, uint32_t oi)
 {
@@ -264,6 +284,18 @@ static inline void pool_owner_set(const pool_arena_t *a, const pool_span_sh_t *s
                                   uint8_t tag)
 {
     *pool_owner_of(a, s, oi) = tag;
+}
+/* Make handed-out object oi of s, which the caller is freeing, tag's (as
+ * pool_adopt would) without a lock, so that a reap of the process that
+ * took it, which frees what still carries that process's tag, leaves it to
+ * the caller's list, bound for its span.  One compare-and-swap against
+ * what the caller read: false when the tag changed meanwhile. */
+static inline bool pool_owner_take(const pool_arena_t *a, const pool_span_sh_t *s, uint32_t oi,
+                                   uint16_t tag)
+{
+    uint8_t *t = pool_owner_of(a, s, oi);
+    uint8_t was = pool_atomic_load_relaxed(t), want = pool_tag_byte(tag);
+    return was == want || pool_atomic_cas(t, &was, want);
 }
 /* Index of object p in small span s. */
 static inline uint32_t pool_span_object_index(const pool_arena_t *a, const pool_span_sh_t *s,
@@ -526,15 +558,18 @@ bool pool_arena_copied_(void);
 /* Pop an object of class cls off the bin, refilling it from the central
  * cache when empty; NULL when the arena is exhausted. */
 void *pool_tcache_alloc_(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls);
-/* Free p, an object of class cls, into tc's bin (alloc.c's slow path:
- * the fast path left it unchecked or found it suspect), checked in full;
- * the bin's most recently freed batch goes back to the central cache
- * first.  Aborts naming p on a bad or double free. */
+/* Free p, an object of class cls (alloc.c's slow path: the fast path left
+ * it unchecked or found it suspect), checked in full: into tc's bin when
+ * tc owns its span, the bin's most recently freed batch going back to the
+ * central cache first when it is full; else towards its span, through
+ * tc's remote list for the class, or at once when another process took
+ * it.  Aborts naming p on a bad or double free. */
 void pool_tcache_free_(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, void *p);
 /* Give every object of the cache back to the central caches. */
 void pool_tcache_flush_(pool_arena_t *a, pool_tcache_sh_t *tc);
-/* Initialise the bins of a slot's cache. */
-void pool_tcache_init_(pool_arena_t *a, pool_tcache_sh_t *tc, uint16_t slot);
+/* Initialise the bins of a slot's cache and give it an empty page map of
+ * its own.  False when the map cannot be had. */
+bool pool_tcache_init_(pool_arena_t *a, pool_tcache_sh_t *tc, uint16_t slot);
 /* Debug builds: mark object p held by a caller, or check and clear it;
  * abort naming p on a double or foreign free. */
 void pool_debug_on_alloc_(void *p);
@@ -567,19 +602,48 @@ static inline bool pool_bin_holds(const pool_tcache_sh_t *tc, const void *p)
     return (uintptr_t)p - tc->base < tc->size && *pool_obj_mark(p) == tc;
 }
 
-/* Objects in bin cls of tc.  A reader in another process (a reaper, the
+/* A list of a thread cache's objects, its bin of a class or its remote
+ * list, seen alike: the head, the room a push takes one of, and the room
+ * the list has when empty (a bin's watermark, a remote list's 0). */
+typedef struct pool_list_s {
+    void **head;
+    int32_t *room;
+    uint32_t empty;
+} pool_list_t;
+
+static inline pool_list_t pool_tcache_list(const pool_tcache_sh_t *tc, unsigned cls, bool remote)
+{
+    pool_tcache_sh_t *t = (pool_tcache_sh_t *)tc;
+    if (remote)
+        return (pool_list_t){ &t->own[cls].remote, &t->own[cls].remote_room, 0 };
+    return (pool_list_t){ &t->heads[cls], &t->bins[cls].room, t->watermark[cls] };
+}
+
+/* Objects on list l.  A reader in another process (a reaper, the
  * statistics) takes the watermark the cache's own process set, which its
  * SHMPOOL_TCACHE may have made other than the reader's. */
-static inline uint32_t pool_bin_len(const pool_tcache_sh_t *tc, unsigned cls)
+static inline uint32_t pool_list_len(pool_list_t l)
 {
-    int64_t len = (int64_t)tc->watermark[cls] - pool_atomic_load_relaxed(&tc->bins[cls].room);
+    int64_t len = (int64_t)l.empty - pool_atomic_load_relaxed(l.room);
     return len > 0 ? (uint32_t)len : 0;
 }
 
-/* Link p (an object of class cls) at the head of its bin of tc, leaving the
- * room to the caller (pool_bin_push, or free's fast path, which has taken
- * it already). */
-static inline void pool_bin_link(pool_tcache_sh_t *tc, unsigned cls, void *p)
+/* Objects in bin cls of tc. */
+static inline uint32_t pool_bin_len(const pool_tcache_sh_t *tc, unsigned cls)
+{
+    return pool_list_len(pool_tcache_list(tc, cls, false));
+}
+
+/* Objects tc holds of class cls: its bin's and its remote list's. */
+static inline uint32_t pool_tcache_held(const pool_tcache_sh_t *tc, unsigned cls)
+{
+    return pool_bin_len(tc, cls) + pool_list_len(pool_tcache_list(tc, cls, true));
+}
+
+/* Link p (an object of the list's class) at the head of list l of tc,
+ * leaving the room to the caller (pool_list_push, or free's fast path,
+ * which has taken it already). */
+static inline void pool_list_link(pool_tcache_sh_t *tc, void **head, void *p)
 {
     void **w = p;
     /* The mark first: a reaper stops at a listed object without it.  The
@@ -587,15 +651,20 @@ static inline void pool_bin_link(pool_tcache_sh_t *tc, unsigned cls, void *p)
      * instructions. */
     w[1] = tc;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    w[0] = tc->heads[cls];
-    tc->heads[cls] = p;
+    w[0] = *head;
+    *head = p;
+}
+
+static inline void pool_list_push(pool_tcache_sh_t *tc, pool_list_t l, void *p)
+{
+    pool_list_link(tc, l.head, p);
+    --*l.room;
 }
 
 /* Push p (an object of class cls) on its bin of tc. */
 static inline void pool_bin_push(pool_tcache_sh_t *tc, unsigned cls, void *p)
 {
-    pool_bin_link(tc, cls, p);
-    tc->bins[cls].room--;
+    pool_list_push(tc, pool_tcache_list(tc, cls, false), p);
 }
 
 /* Take p, the head of bin cls, found inside the arena: the one place an

@@ -213,7 +213,8 @@ typedef struct pool_span_sh_s {
     uint16_t owner;   /* tag: big span, its taker; small span in transit, its mover */
     uint16_t count;   /* objects in the span */
     uint16_t nfree;   /* objects whose bit is clear (owned by the central cache) */
-    uint16_t pad_;
+    uint16_t holder;  /* small span: the slot (+ 1) whose thread cache alone takes its
+                       * objects, 0 none (pool_own_t) */
     uint32_t objsize; /* object size, 0 for other states */
     /* 1 = handed out (to a thread cache or a caller).  Bits at and beyond
      * count are set so that a full word means "nothing free here". */
@@ -342,13 +343,31 @@ typedef struct pool_binstats_s {
     uint64_t released; /* objects in those batches */
 } pool_binstats_t;
 
+/* The spans of one class a thread cache owns, and what it freed of spans it
+ * does not.  A span is owned from the fetch that finds it unowned until
+ * the owner gives it up (its objects all back through the owner's own
+ * release, a flush, or the owner's reap), so that no two threads' live
+ * objects share a span.  The lists are linked through the spans' prev and
+ * next and change only under the class lock. */
+typedef struct pool_own_s {
+    uint32_t spans;    /* owned spans with free objects */
+    uint32_t full;     /* owned spans with none */
+    void *remote;        /* objects of the process's other threads' spans freed here,
+                          * bound for the central cache in one release (linked
+                          * and marked as a bin's) */
+    int32_t remote_room; /* the remote list's length, negated: a room counted down
+                          * from 0 as a bin's is from its watermark */
+    uint32_t pad_;
+} pool_own_t;
+
 /* The thread cache.  The fast paths read base/size/pm_class from here so a
  * thread needs one TLS load; the static empty cache has size 0, so every
  * free misses, and NULL heads, so every malloc misses. */
 typedef struct pool_tcache_sh_s {
     uintptr_t base;          /* first data page of the arena */
     uintptr_t size;          /* data bytes; 0 in the empty cache */
-    const uint8_t *pm_class; /* page map: class byte per page */
+    const uint8_t *pm_class; /* the thread's own page map (process-private): the class
+                              * byte of the pages of spans it owns, 0 elsewhere */
     uint16_t slot;           /* own slot index */
     uint16_t tag;            /* owner tag of the process (its attach slot + 1) */
     uint16_t pad_[2];
@@ -361,6 +380,7 @@ typedef struct pool_tcache_sh_s {
     uint32_t batch[POOL_NCLASSES];     /* next fetch size; doubles up to the
                                         * class maximum */
     pool_binstats_t stats[POOL_NCLASSES];
+    pool_own_t own[POOL_NCLASSES];
 } pool_tcache_sh_t;
 
 /* A slot's xstate is POOL_SLOT_FREE or the pid of the process holding it.
@@ -397,7 +417,9 @@ typedef struct pool_slot_sh_s {
     pool_lock_sh_t life; /* robust mutex the holding thread keeps locked */
     uint32_t xstate;   /* POOL_SLOT_FREE or the holder's pid (atomic) */
     uint32_t xflags;   /* POOL_SLOT_DEAD, POOL_SLOT_BYPID (atomic) */
-    uint32_t used;     /* ever taken: stats print only these */
+    uint32_t used;     /* ever taken: stats print only these, and only these have
+                        * their cache's lists of owned spans set (atomic: set
+                        * after them) */
     int32_t pid;       /* process that holds (or last held) the slot */
     int32_t tid;
     uint32_t tag;      /* owner tag the thread's objects carry */

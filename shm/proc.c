@@ -192,14 +192,22 @@ pool_tcache_sh_t *pool_thread_setup_(void)
         slot = claim_any(a);
     if (slot != NULL) {
         unsigned i = (unsigned)(slot - a->slots);
-        slot->used = 1;
+        /* A slot's cache is touched only once a thread takes it: the lists
+         * of the spans it will own are made on its first use. */
+        if (!slot->used) {
+            pool_central_own_init_(&a->tcaches[i]);
+            pool_atomic_store_release(&slot->used, 1);
+        }
         slot->pid = pool_prim_getpid_();
         slot->tid = pool_prim_gettid_();
         /* The first slot of a process (pool_attach) names its tag. */
         uint16_t tag = tag_of_slot(proc_slot >= 0 ? proc_slot : (int)i);
         slot->tag = tag;
         pool_tcache_sh_t *tc = &a->tcaches[i];
-        pool_tcache_init_(a, tc, (uint16_t)i);
+        if (!pool_tcache_init_(a, tc, (uint16_t)i)) {
+            pool_slot_release_(slot);
+            return NULL;
+        }
         tc->tag = tag;
         pool_tls_tcache_ = tc;
         pthread_setspecific(thread_key, slot);

@@ -66,7 +66,8 @@ static bool reap_release(reap_t *rp, unsigned cls, void *p)
     return pool_central_release_one_(rp->a, cls, p, rp->mover, &rp->leaving);
 }
 
-/* Give one dead thread cache back, object by object.  Each object's
+/* Give one dead thread cache back, object by object: its bins and its
+ * remote lists, then the spans it owned are given up.  Each object's
  * release and the bin's advance past it are one step of one journaled
  * operation, so a reaper that dies leaves the bin exactly at the first
  * object not yet given back, never a dangling head another process may
@@ -82,16 +83,16 @@ static bool reap_release(reap_t *rp, unsigned cls, void *p)
 static void reap_cache(reap_t *rp, pool_tcache_sh_t *tc)
 {
     pool_arena_t *a = rp->a;
-    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
-        pool_bin_t *bin = &tc->bins[cls];
-        void **head = &tc->heads[cls];
-        if (*head == NULL && pool_bin_len(tc, cls) == 0)
+    for (unsigned k = 2; k < 2 * POOL_NCLASSES; k++) {
+        unsigned cls = k / 2;
+        pool_list_t l = pool_tcache_list(tc, cls, k % 2 == 1);
+        if (*l.head == NULL && pool_list_len(l) == 0)
             continue;
         pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
         size_t size = pool_classes_[cls].size;
-        uint32_t found = 0, bound = pool_bin_len(tc, cls) + 1;
+        uint32_t found = 0, bound = pool_list_len(l) + 1;
         pool_journal_begin_(j, POOL_OP_REAP);
-        for (void *p; (p = *head) != NULL && found < bound;) {
+        for (void *p; (p = *l.head) != NULL && found < bound;) {
             uint32_t oi;
             pool_span_sh_t *s = pool_object_span_(a, p, &oi);
             if (s == NULL || !pool_bin_holds(tc, p))
@@ -100,20 +101,22 @@ static void reap_cache(reap_t *rp, pool_tcache_sh_t *tc)
             pool_journal_step_(j);
             if (!reap_release(rp, cls, p))
                 break;
-            POOL_JSET(j, *head, next);
-            POOL_JSET(j, bin->room, pool_bin_len(tc, cls) > 0 ? bin->room + 1 : bin->room);
+            POOL_JSET(j, *l.head, next);
+            POOL_JSET(j, *l.room, pool_list_len(l) > 0 ? *l.room + 1 : *l.room);
             drop_held(s, oi);
             found++;
             rp->rec.cached += size;
         }
-        if (*head != NULL || pool_bin_len(tc, cls) != 0) {
-            rp->rec.leaked += (size_t)pool_bin_len(tc, cls) * size;
+        if (*l.head != NULL || pool_list_len(l) != 0) {
+            rp->rec.leaked += (size_t)pool_list_len(l) * size;
             pool_journal_step_(j);
-            POOL_JSET(j, *head, NULL);
-            POOL_JSET(j, bin->room, tc->watermark[cls]);
+            POOL_JSET(j, *l.head, NULL);
+            POOL_JSET(j, *l.room, (int32_t)l.empty);
         }
         pool_journal_commit_(j);
     }
+    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
+        pool_central_disown_dead_(a, cls, tc, rp->mover, &rp->leaving);
 }
 
 /* The dead process's objects in small span s: one step an object, so a

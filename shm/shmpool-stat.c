@@ -205,7 +205,7 @@ static unsigned list_processes(const pool_arena_t *a, proc_t *procs)
         proc_t *p = &procs[by_tag[s->tag]];
         p->threads++;
         for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
-            p->cached += (uint64_t)pool_bin_len(&a->tcaches[i], cls) * pool_classes_[cls].size;
+            p->cached += (uint64_t)pool_tcache_held(&a->tcaches[i], cls) * pool_classes_[cls].size;
     }
     /* Every handed-out object and big span, by the tag it carries. */
     for (pool_span_walk_t w = pool_span_walk(a); w.next < w.carved;) {

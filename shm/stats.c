@@ -22,8 +22,19 @@ static void tcache_objects(pool_arena_t *a, uint64_t *per_class)
         if (pool_atomic_load_acquire(&slot->xstate) == POOL_SLOT_FREE)
             continue;
         for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
-            per_class[cls] += pool_bin_len(&a->tcaches[i], cls);
+            per_class[cls] += pool_tcache_held(&a->tcaches[i], cls);
     }
+}
+
+/* Free objects of the spans on one list of a class (the class's or an
+ * owner's).  Bounded: a list read while it changes may loop. */
+static uint64_t list_free(const pool_arena_t *a, uint32_t head)
+{
+    uint64_t free_objs = 0;
+    uint32_t seen = 0;
+    for (uint32_t i = head; i < a->npages && seen++ < a->npages; i = a->spans[i].next)
+        free_objs += a->spans[i].nfree;
+    return free_objs;
 }
 
 /* pool_usage of arena a, taking each lock briefly when `lock` (another
@@ -53,11 +64,10 @@ static bool usage_of(pool_arena_t *a, pool_usage_t *u, bool lock)
         const pool_class_t *k = &pool_classes_[cls];
         bool locked = lock && pool_lock_timed_(a, &c->lock, POOL_LOCK_CENTRAL, cls, &deadline);
         exact &= locked || !lock;
-        uint64_t spans = c->nspans, free_objs = 0;
-        /* Bounded: a list read while it changes may loop. */
-        uint32_t seen = 0;
-        for (uint32_t i = c->head; i < a->npages && seen++ < a->npages; i = a->spans[i].next)
-            free_objs += a->spans[i].nfree;
+        uint64_t spans = c->nspans, free_objs = list_free(a, c->head);
+        for (unsigned i = 0; i < POOL_MAX_SLOTS; i++)
+            if (pool_atomic_load_acquire(&a->slots[i].used))
+                free_objs += list_free(a, a->tcaches[i].own[cls].spans);
         if (locked)
             pool_unlock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
         /* Read unlocked, the free count may pass what the spans hold. */
@@ -182,7 +192,7 @@ static void jp_slots(json_t *j, pool_arena_t *a)
             sum.fetched += b->fetched;
             sum.releases += b->releases;
             sum.released += b->released;
-            cached += (uint64_t)pool_bin_len(&a->tcaches[i], cls) * pool_classes_[cls].size;
+            cached += (uint64_t)pool_tcache_held(&a->tcaches[i], cls) * pool_classes_[cls].size;
         }
         jp(j, "%s{\"slot\":%u,\"pid\":%d,\"tid\":%d,\"taken\":%s,\"cached_bytes\":%lu,"
               "\"allocs\":%lu,\"frees\":%lu,\"tcache_hits\":%lu,\"tcache_misses\":%lu,"

@@ -8,16 +8,37 @@
  * the central cache grow by slow start (1, 2, 4 ... up to the class
  * maximum); a bin that reaches its watermark (256 KiB of objects, at least
  * two batches) releases one batch.
+ *
+ * The cache owns the spans it takes objects from (central.c), and its page
+ * map, private to the thread, holds the class of their pages only: free's
+ * fast path pushes only objects of its own spans, and every other object
+ * takes the slow path, which sends it back towards its span.
  */
 #include "alloc.h"
 
 #include <string.h>
 
-void pool_tcache_init_(pool_arena_t *a, pool_tcache_sh_t *tc, uint16_t slot)
+#include "prim/prim.h"
+
+/* This process's page map for the thread in each slot it holds, mapped on
+ * the slot's first use and zeroed when a thread takes the slot again (a
+ * forked child's copies too: it is another holder). */
+static uint8_t *private_maps[POOL_MAX_SLOTS];
+
+bool pool_tcache_init_(pool_arena_t *a, pool_tcache_sh_t *tc, uint16_t slot)
 {
+    size_t len = (a->npages + pool_prim_os_page_size_() - 1) & ~(pool_prim_os_page_size_() - 1);
+    if (private_maps[slot] == NULL) {
+        void *m;
+        if (pool_prim_map_private_(len, &m) != 0)
+            return false;
+        private_maps[slot] = m;
+    } else if (pool_prim_zero_(private_maps[slot], len) != 0) {
+        return false;
+    }
     tc->base = a->data;
     tc->size = a->data_size;
-    tc->pm_class = a->pm_class;
+    tc->pm_class = private_maps[slot];
     tc->slot = slot;
     tc->heads[0] = NULL;
     memset(&tc->bins[0], 0, sizeof tc->bins[0]);
@@ -31,7 +52,10 @@ void pool_tcache_init_(pool_arena_t *a, pool_tcache_sh_t *tc, uint16_t slot)
         uint32_t size = pool_classes_[cls].size;
         uint32_t align = size & -size;
         tc->bins[cls].misalign = (align < POOL_PAGE_SIZE ? align : POOL_PAGE_SIZE) - 1;
+        tc->own[cls].remote = NULL;
+        tc->own[cls].remote_room = 0;
     }
+    return true;
 }
 
 void pool_bin_corrupt_(const void *p)
@@ -49,23 +73,21 @@ static void *held(pool_tcache_sh_t *tc, void *p)
     return p;
 }
 
-/* Take up to n objects off a chain of tc's objects, *head, into out[]:
- * the cut needs a walk of n links either way, and the objects left stay
- * warm for reuse.  The room (*room: a bin's, or a chain's own) follows the
- * head object by object, so that a reaper of a process killed in the
+/* Take up to n objects off a list of tc's objects into out[]: the cut
+ * needs a walk of n links either way, and the objects left stay warm for
+ * reuse.  The room follows the head object by object, so that a reaper of a process killed in the
  * middle finds the length off by one at most, as after a push or a pop;
  * the objects already cut are the dead process's own to the reaper, or
  * its owner's, not a leak behind a length that counts them.  Returns how
  * many. */
-static uint32_t bin_cut(pool_tcache_sh_t *tc, void **head, int32_t *room, void **out,
-                        uint32_t n)
+static uint32_t bin_cut(pool_tcache_sh_t *tc, pool_list_t l, void **out, uint32_t n)
 {
     uint32_t k = 0;
-    for (void *p = *head; p != NULL && k < n; p = *head) {
+    for (void *p = *l.head; p != NULL && k < n; p = *l.head) {
         POOL_CRASH_POINT("tcache.cut");
         out[k++] = held(tc, p);
-        *head = *(void **)p;
-        ++*room;
+        *l.head = *(void **)p;
+        ++*l.room;
         /* Keeps the compiler from gathering the decrements into one. */
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
     }
@@ -83,21 +105,22 @@ static void release(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, void *c
     pool_central_release_(a, cls, objs, n);
 }
 
-/* Give every object of a chain of class cls back, a release at a time. */
-static void release_chain(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, void **head,
-                          int32_t *room)
+/* Give every object of a list of class cls back, a release at a time. */
+static void release_chain(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, pool_list_t l)
 {
     void *objs[POOL_RELEASE_MAX];
-    for (uint32_t n; (n = bin_cut(tc, head, room, objs, POOL_RELEASE_MAX)) > 0;)
+    for (uint32_t n; (n = bin_cut(tc, l, objs, POOL_RELEASE_MAX)) > 0;)
         release(a, tc, cls, objs, n);
 }
 
 void pool_tcache_flush_(pool_arena_t *a, pool_tcache_sh_t *tc)
 {
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
-        release_chain(a, tc, cls, &tc->heads[cls], &tc->bins[cls].room);
+        release_chain(a, tc, cls, pool_tcache_list(tc, cls, false));
         tc->bins[cls].room = (int32_t)tc->watermark[cls];
         tc->batch[cls] = 1;
+        release_chain(a, tc, cls, pool_tcache_list(tc, cls, true));
+        pool_central_disown_(a, cls, tc);
     }
 }
 
@@ -134,8 +157,10 @@ void pool_thread_scavenge(void)
         tc->bins[cls].room = (int32_t)(tc->watermark[cls] - keep);
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
         *link = NULL;
-        release_chain(&pool_arena_, tc, cls, &rest, &rest_room);
+        release_chain(&pool_arena_, tc, cls, (pool_list_t){ &rest, &rest_room, 0 });
     }
+    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
+        release_chain(&pool_arena_, tc, cls, pool_tcache_list(tc, cls, true));
     /* An attached thread moves the quiet classes' empty spans: if it dies
      * on the way, its tag on them has the reaper finish the move. */
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
@@ -198,7 +223,7 @@ void pool_debug_on_free_(void *p)
 static bool refill(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
 {
     void *objs[POOL_FETCH_MAX];
-    uint32_t got = pool_central_fetch_(a, cls, tc->batch[cls], tc->tag, objs);
+    uint32_t got = pool_central_fetch_(a, cls, tc->batch[cls], tc, objs);
     if (pool_config_stats) {
         tc->stats[cls].misses++;
         tc->stats[cls].fetches++;
@@ -209,9 +234,14 @@ static bool refill(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
     /* The class lock is dropped: linking the objects touches their memory
      * (and faults in pages this process has not mapped) in no critical
      * section.  In address order, so the first handed out is the first
-     * in memory. */
-    for (uint32_t i = got; i-- > 0;)
+     * in memory.  The spans are this cache's own: its page map sends their
+     * objects' frees to its bins (the page an object starts in is the one
+     * a free looks up). */
+    uint8_t *pm = (uint8_t *)tc->pm_class;
+    for (uint32_t i = got; i-- > 0;) {
+        pm[((uintptr_t)objs[i] - tc->base) >> POOL_PAGE_SHIFT] = (uint8_t)cls;
         pool_bin_push(tc, cls, objs[i]);
+    }
     uint32_t max = pool_classes_[cls].max_batch;
     tc->batch[cls] = tc->batch[cls] * 2 < max ? tc->batch[cls] * 2 : max;
     return true;
@@ -225,43 +255,64 @@ void *pool_tcache_alloc_(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
 }
 
 /* Release builds: what free's fast path left unchecked or found suspect
- * (pool_free_fast), checked in full before p joins a bin of tc: p is an
- * object of class cls, handed out (its span's bit says so; no lock is
- * needed to see that a caller's own object is), and not already in the
- * bin (a walk only when p carries this cache's mark).  Aborts naming p.
- * Debug builds check the same in pool_debug_on_free_. */
-static void check_free(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, void *p)
+ * (pool_free_fast), checked in full before p, object oi of span s, joins
+ * bin (of tc): p is an object of class cls, handed out (its span's bit
+ * says so; no lock is needed to see that a caller's own object is), and
+ * not already in the bin (a walk only when p carries this cache's mark).
+ * Aborts naming p.  Debug builds check the same in pool_debug_on_free_. */
+static void check_free(pool_tcache_sh_t *tc, pool_list_t l, unsigned cls,
+                       const pool_span_sh_t *s, uint32_t oi, void *p)
 {
-    uint32_t oi;
-    pool_span_sh_t *s = pool_object_span_(a, p, &oi);
     if (s == NULL || s->cls != cls)
         pool_fatal_("free(): invalid pointer %p (not the start of a block)", p);
     if (!(s->bitmap[oi / 64] & (UINT64_C(1) << (oi % 64))))
         pool_fatal_("free(): double free of %p (class %u)", p, cls);
     if (*pool_obj_mark(p) != tc)
         return;
-    uint32_t n = 0, len = pool_bin_len(tc, cls);
-    for (void *q = tc->heads[cls]; q != NULL && n <= len; q = *(void **)q, n++)
+    uint32_t n = 0, len = pool_list_len(l);
+    for (void *q = *l.head; q != NULL && n <= len; q = *(void **)q, n++)
         if (held(tc, q) == p)
             pool_fatal_("free(): double free of %p (class %u, in the thread cache)", p, cls);
 }
 
 void pool_tcache_free_(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, void *p)
 {
+    uint32_t oi = 0;
+    pool_span_sh_t *s = pool_object_span_(a, p, &oi);
+    bool mine = s != NULL && s->holder == tc->slot + 1;
+    pool_list_t l = pool_tcache_list(tc, cls, !mine);
     if (pool_config_debug > 0)
         pool_debug_on_free_(p);
     else
-        check_free(a, tc, cls, p);
-    void *objs[POOL_BATCH_MAX];
-    /* The n most recently freed go back; the rest stay warm for reuse. */
-    uint32_t n = bin_cut(tc, &tc->heads[cls], &tc->bins[cls].room, objs,
-                         pool_classes_[cls].max_batch);
-    if (n > 0) {
-        if (pool_config_stats)
-            tc->stats[cls].overflows++;
-        release(a, tc, cls, objs, n);
-    }
-    pool_bin_push(tc, cls, p);
+        check_free(tc, l, cls, s, oi, p);
     if (pool_config_stats)
         tc->stats[cls].frees++;
+    if (!mine && !pool_owner_take(a, s, oi, tc->tag)) {
+        /* Its tag changed under us (a pool_adopt, a detach): straight
+         * back under the class lock. */
+        pool_central_release_(a, cls, &p, 1);
+        return;
+    }
+    if (!mine) {
+        /* Another thread's span: its owner alone takes from it, so p waits
+         * here to go back in a batch, this process's now. */
+        pool_list_push(tc, l, p);
+        if (pool_list_len(l) >= pool_classes_[cls].max_batch)
+            release_chain(a, tc, cls, l);
+        return;
+    }
+    /* A span this cache owns whose page its map did not show yet: one it
+     * took over with objects of an owner that left. */
+    ((uint8_t *)tc->pm_class)[((uintptr_t)p - tc->base) >> POOL_PAGE_SHIFT] = (uint8_t)cls;
+    if (*l.room <= 0) {
+        void *objs[POOL_BATCH_MAX];
+        /* The n most recently freed go back; the rest stay warm for reuse. */
+        uint32_t n = bin_cut(tc, l, objs, pool_classes_[cls].max_batch);
+        if (n > 0) {
+            if (pool_config_stats)
+                tc->stats[cls].overflows++;
+            release(a, tc, cls, objs, n);
+        }
+    }
+    pool_list_push(tc, l, p);
 }

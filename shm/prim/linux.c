@@ -161,6 +161,11 @@ int pool_prim_map_private_(size_t size, void **out)
     return 0;
 }
 
+int pool_prim_zero_(void *p, size_t size)
+{
+    return madvise(p, size, MADV_DONTNEED) == 0 ? 0 : errno;
+}
+
 void pool_prim_copy_(void *dst, const void *src, size_t len)
 {
 #ifdef MADV_POPULATE_WRITE

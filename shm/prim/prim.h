@@ -51,6 +51,9 @@ int pool_prim_remove_(void *p, size_t size, bool shared);
 /* Map size bytes of private anonymous memory, MAP_NORESERVE (zero until
  * written).  *out gets the address. */
 int pool_prim_map_private_(size_t size, void **out);
+/* Zero [p, p+size) of a private anonymous mapping by giving its pages
+ * back (MADV_DONTNEED). */
+int pool_prim_zero_(void *p, size_t size);
 /* memcpy of len bytes (page-aligned) between two mappings, mapping the
  * pages of both in one call each first: a page-by-page fault on either
  * side costs more than the copy. */

@@ -24,7 +24,7 @@ START_TEST(test_fetch_batch)
     pool_arena_t *a = &pool_arena_;
     ck_assert_uint_eq(pool_classes_[CLS_96].size, 96);
     void *obj[POOL_FETCH_MAX];
-    uint32_t got = pool_central_fetch_(a, CLS_96, 10, 0, obj);
+    uint32_t got = pool_central_fetch_(a, CLS_96, 10, NULL, obj);
     ck_assert_uint_eq(got, 10);
     for (uint32_t i = 1; i < got; i++)
         ck_assert((char *)obj[i] > (char *)obj[i - 1]); /* address order */
@@ -48,8 +48,8 @@ START_TEST(test_fetch_across_spans_and_return)
     uint32_t keep = pool_classes_[CLS_96].keep_empty;
     void *o1[POOL_FETCH_MAX], *o2[POOL_FETCH_MAX];
     ck_assert_uint_ge(keep, 2);
-    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, count, 0, o1), count);
-    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 6, 0, o2), 6);
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, count, NULL, o1), count);
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 6, NULL, o2), 6);
     ck_assert_uint_eq(a->central[CLS_96].nspans, 2);
     uint32_t first = span_of(o1[0]), second = span_of(o2[0]);
     ck_assert_uint_ne(first, second);
@@ -76,7 +76,7 @@ START_TEST(test_empty_spans_beyond_budget_go_back)
     static void *obj[1024][POOL_FETCH_MAX];
     ck_assert_uint_lt(keep, 1024);
     for (uint32_t i = 0; i <= keep; i++)
-        ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, count, 0, obj[i]), count);
+        ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, count, NULL, obj[i]), count);
     ck_assert_uint_eq(a->central[CLS_96].nspans, keep + 1);
     uint64_t frees = a->ph->frees;
     uint32_t last = span_of(obj[keep][0]);
@@ -97,7 +97,7 @@ static void three_empty_spans(pool_arena_t *a)
     uint32_t count = pool_classes_[CLS_96].count;
     void *obj[3][POOL_FETCH_MAX];
     for (unsigned i = 0; i < 3; i++)
-        ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, count, 0, obj[i]), count);
+        ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, count, NULL, obj[i]), count);
     for (unsigned i = 0; i < 3; i++)
         pool_central_release_(a, CLS_96, obj[i], count);
 }
@@ -116,13 +116,13 @@ START_TEST(test_empty_spans_decay)
     uint64_t frees = a->ph->frees;
     /* The period in which they emptied ends: they were not empty all of it. */
     c->decay_start_ns -= POOL_DECAY_NS;
-    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 2, 0, two), 2);
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 2, NULL, two), 2);
     pool_central_release_(a, CLS_96, two, 2);
     ck_assert_uint_eq(c->nempty, 3);
     ck_assert_uint_eq(a->ph->frees, frees);
     /* A period in which two of them stayed empty (one lent an object). */
     c->decay_start_ns -= POOL_DECAY_NS;
-    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 2, 0, two), 2);
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 2, NULL, two), 2);
     pool_central_release_(a, CLS_96, two, 2);
     ck_assert_uint_eq(c->nempty, 2);
     ck_assert_uint_eq(c->nspans, 2);
@@ -185,7 +185,7 @@ START_TEST(test_fetch_completes_cache_lines)
         void *obj[2][POOL_FETCH_MAX];
         uint32_t got = want[i].got;
         for (unsigned k = 0; k < 2; k++) {
-            ck_assert_uint_eq(pool_central_fetch_(a, cls, 1, 0, obj[k]), got);
+            ck_assert_uint_eq(pool_central_fetch_(a, cls, 1, NULL, obj[k]), got);
             ck_assert_uint_eq((uintptr_t)obj[k][0] % 64, 0);
             ck_assert_uint_eq(((uintptr_t)obj[k][got - 1] + want[i].size) % 64, 0);
         }
@@ -197,10 +197,10 @@ START_TEST(test_fetch_completes_cache_lines)
 
     unsigned cls16 = pool_sizeclass_of(16);
     void *four[POOL_FETCH_MAX], *one[POOL_FETCH_MAX];
-    ck_assert_uint_eq(pool_central_fetch_(a, cls16, 4, 0, four), 4);
+    ck_assert_uint_eq(pool_central_fetch_(a, cls16, 4, NULL, four), 4);
     /* Keep objects 0, 2 and 3; give back 1. */
     pool_central_release_(a, cls16, &four[1], 1);
-    ck_assert_uint_eq(pool_central_fetch_(a, cls16, 1, 0, one), 1);
+    ck_assert_uint_eq(pool_central_fetch_(a, cls16, 1, NULL, one), 1);
     ck_assert_ptr_eq(one[0], four[1]);
     four[1] = one[0];
     pool_central_release_(a, cls16, four, 4);
@@ -219,12 +219,12 @@ START_TEST(test_fetch_completes_pages)
     pool_arena_t *a = &pool_arena_;
     unsigned cls16 = pool_sizeclass_of(16);
     static void *four[POOL_FETCH_MAX], *rest[POOL_FETCH_MAX], *page[POOL_FETCH_MAX];
-    ck_assert_uint_eq(pool_central_fetch_(a, cls16, 1, 0, four), 4);
+    ck_assert_uint_eq(pool_central_fetch_(a, cls16, 1, NULL, four), 4);
     ck_assert_uint_eq((uintptr_t)four[0] % POOL_STREAM_BYTES, 0);
-    ck_assert_uint_eq(pool_central_fetch_(a, cls16, 128, 0, rest), 252);
+    ck_assert_uint_eq(pool_central_fetch_(a, cls16, 128, NULL, rest), 252);
     ck_assert_ptr_eq(rest[0], (char *)four[0] + 64);
     ck_assert_uint_eq(((uintptr_t)rest[251] + 16) % POOL_STREAM_BYTES, 0);
-    ck_assert_uint_eq(pool_central_fetch_(a, cls16, 128, 0, page), 256);
+    ck_assert_uint_eq(pool_central_fetch_(a, cls16, 128, NULL, page), 256);
     ck_assert_ptr_eq(page[0], (char *)four[0] + POOL_STREAM_BYTES);
     pool_central_release_(a, cls16, four, 4);
     pool_central_release_(a, cls16, rest, 252);
@@ -232,12 +232,12 @@ START_TEST(test_fetch_completes_pages)
     pool_test_assert_consistent();
 
     void *obj[POOL_FETCH_MAX], *again[POOL_FETCH_MAX];
-    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 30, 0, obj), 43);
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 30, NULL, obj), 43);
     ck_assert_uint_eq((uintptr_t)obj[0] % POOL_STREAM_BYTES, 0);
     ck_assert_uint_eq((uintptr_t)obj[42] / POOL_STREAM_BYTES, (uintptr_t)obj[0] / POOL_STREAM_BYTES);
     ck_assert_uint_gt(((uintptr_t)obj[42] + 95) / POOL_STREAM_BYTES, (uintptr_t)obj[0] / POOL_STREAM_BYTES);
     pool_central_release_(a, CLS_96, obj, 35); /* objects 35..42 stay held */
-    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 30, 0, again), 35);
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 30, NULL, again), 35);
     ck_assert_ptr_eq(again[34], obj[34]);
     pool_central_release_(a, CLS_96, again, 35);
     pool_central_release_(a, CLS_96, obj + 35, 8);
@@ -254,7 +254,7 @@ START_TEST(test_release_interleaved_spans)
     uint32_t count = pool_classes_[CLS_96].count;
     static void *obj[SPANS][POOL_FETCH_MAX], *mixed[POOL_RELEASE_MAX];
     for (unsigned k = 0; k < SPANS; k++)
-        ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, count, 0, obj[k]), count);
+        ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, count, NULL, obj[k]), count);
     /* Every other object, round robin over the spans. */
     uint32_t n = 0;
     for (uint32_t i = 0; i < count; i += 2)
@@ -283,7 +283,7 @@ START_TEST(test_release_twice_in_one_list_aborts)
 {
     pool_arena_t *a = &pool_arena_;
     void *obj[POOL_FETCH_MAX];
-    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 2, 0, obj), 2);
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 2, NULL, obj), 2);
     obj[2] = obj[0];
     pool_central_release_(a, CLS_96, obj, 3);
 }
@@ -293,7 +293,7 @@ START_TEST(test_repair_is_idempotent)
 {
     pool_arena_t *a = &pool_arena_;
     void *obj[POOL_FETCH_MAX];
-    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 20, 0, obj), 20);
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 20, NULL, obj), 20);
     void *h = obj[0];
     pool_central_sh_t *c = &a->central[CLS_96];
     /* Lose the list and counts, as a dead owner might. */
@@ -343,7 +343,7 @@ START_TEST(test_dead_owner_recovered)
     ck_assert_uint_eq(a->lockstats[0].recoveries, 1);
     pool_pageheap_free_(a, s);
     void *obj[POOL_FETCH_MAX];
-    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 4, 0, obj), 4);
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 4, NULL, obj), 4);
     if (!pool_config_spin) {
         die_holding(&a->central[CLS_96].lock, POOL_LOCK_CENTRAL, CLS_96);
         pool_central_release_(a, CLS_96, obj, 4);

@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The thread cache and the allocation entry points: slow start, the
- * watermark, threads, fork, accounting, stats output, and the aborts on
- * double and invalid frees. */
+ * watermark, threads, fork, accounting, stats output, frees of another
+ * thread's or process's blocks, and the aborts on double and invalid
+ * frees. */
 #include "config.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -435,6 +438,131 @@ START_TEST(test_forged_link_in_flush_aborts)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------ */
+/* Remote frees                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* Blocks of 64 B one thread allocates and another frees: fewer than a
+ * remote list holds before it goes back to the central cache. */
+#define REMOTE_N 40
+
+typedef struct remote_s {
+    void *blocks[REMOTE_N];
+    uint32_t pending; /* the freeing thread's remote list, after the frees */
+    uint32_t cached;  /* its bin */
+    volatile int freed;
+} remote_t;
+
+/* Free another thread's blocks: none may join this thread's bin. */
+static void *remote_free_body(void *arg)
+{
+    remote_t *r = arg;
+    for (int i = 0; i < REMOTE_N; i++)
+        pool_free(r->blocks[i]);
+    unsigned cls = pool_sizeclass_of(64);
+    r->pending = pool_list_len(pool_tcache_list(pool_tls_tcache_, cls, true));
+    r->cached = pool_bin_len(pool_tls_tcache_, cls);
+    return NULL;
+}
+
+static bool handed_out(void *p)
+{
+    uint32_t oi;
+    pool_span_sh_t *s = pool_object_span_(&pool_arena_, p, &oi);
+    ck_assert_ptr_nonnull(s);
+    return s->bitmap[oi / 64] & (UINT64_C(1) << (oi % 64));
+}
+
+/* Thread B frees A's blocks: they wait on B's remote list, go back to
+ * their span when B's cache goes (its exit), and A, whose span it stays,
+ * allocates them again; B never hands them out. */
+START_TEST(test_remote_free_goes_back_to_owner)
+{
+    remote_t r;
+    memset(&r, 0, sizeof r);
+    for (int i = 0; i < REMOTE_N; i++)
+        r.blocks[i] = pool_malloc(64);
+    uint32_t oi;
+    pool_span_sh_t *s = pool_object_span_(&pool_arena_, r.blocks[0], &oi);
+    ck_assert_uint_eq(s->holder, pool_slot() + 1);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, remote_free_body, &r), 0);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    ck_assert_uint_eq(r.pending, REMOTE_N);
+    ck_assert_uint_eq(r.cached, 0);
+    for (int i = 0; i < REMOTE_N; i++)
+        ck_assert_msg(!handed_out(r.blocks[i]), "block %d still handed out", i);
+    ck_assert_uint_eq(s->holder, pool_slot() + 1);
+    pool_test_assert_consistent();
+    /* What A's bin holds first, then its span's free objects again. */
+    uint32_t ahead = len_of(64);
+    void *again[POOL_FETCH_MAX + REMOTE_N];
+    ck_assert_uint_le(ahead, POOL_FETCH_MAX);
+    for (uint32_t i = 0; i < ahead + REMOTE_N; i++)
+        again[i] = pool_malloc(64);
+    for (int i = 0; i < REMOTE_N; i++) {
+        bool found = false;
+        for (uint32_t k = 0; k < ahead + REMOTE_N && !found; k++)
+            found = again[k] == r.blocks[i];
+        ck_assert_msg(found, "block %d (%p) not reused by its owner", i, r.blocks[i]);
+    }
+    for (uint32_t i = 0; i < ahead + REMOTE_N; i++)
+        pool_free(again[i]);
+    pool_test_assert_consistent();
+}
+END_TEST
+
+static void *remote_pending_body(void *arg)
+{
+    remote_t *r = arg;
+    remote_free_body(r);
+    r->freed = 1;
+    for (;;)
+        pause();
+    return NULL;
+}
+
+/* A process dies while one of its threads holds another thread's blocks
+ * on its remote list: the reap gives them back, and nothing leaks. */
+START_TEST(test_remote_frees_pending_at_death)
+{
+    pool_usage_t u;
+    pool_usage(&u);
+    size_t in_use = u.in_use;
+    /* The child's bin of 64-byte blocks at its death. */
+    uint32_t *owner_bin = mmap(NULL, sizeof *owner_bin, PROT_READ | PROT_WRITE,
+                               MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(owner_bin, MAP_FAILED);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        static remote_t r;
+        alarm(10);
+        if (pool_attach() != 0)
+            _exit(1);
+        for (int i = 0; i < REMOTE_N; i++)
+            r.blocks[i] = pool_malloc(64);
+        pthread_t t;
+        if (pthread_create(&t, NULL, remote_pending_body, &r) != 0)
+            _exit(2);
+        while (!r.freed)
+            sched_yield();
+        if (r.pending != REMOTE_N)
+            _exit(3);
+        *owner_bin = len_of(64);
+        raise(SIGKILL);
+    }
+    pool_test_assert_killed(pid, "the process with remote frees pending");
+    pool_reap_report_t rep;
+    ck_assert_int_eq(pool_reap(pid, &rep), 0);
+    /* Its bin and the other thread's remote list, nothing else. */
+    ck_assert_uint_eq(rep.cached, (uint64_t)(*owner_bin + REMOTE_N) * 64);
+    ck_assert_uint_eq(rep.leaked, 0);
+    munmap(owner_bin, sizeof *owner_bin);
+    pool_test_assert_settled(in_use);
+}
+END_TEST
+
 Suite *make_tcache_suite(void)
 {
     Suite *s = suite_create("tcache");
@@ -449,7 +577,13 @@ Suite *make_tcache_suite(void)
     tcase_add_test(tc, test_thread_exit_destructors_after_ours);
     tcase_add_test(tc, test_fork_child_detaches);
     tcase_add_test(tc, test_stats_json);
+    tcase_add_test(tc, test_remote_free_goes_back_to_owner);
     tcase_set_timeout(tc, 30);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("processes");
+    tcase_add_checked_fixture(tc, pool_test_create, pool_test_destroy);
+    tcase_add_test(tc, test_remote_frees_pending_at_death);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("misuse");

@@ -5,7 +5,9 @@
  * case, a bystander B and a culprit A, both attached to one arena:
  *
  *  B allocates 8,192 blocks of 64 B, fills them with a pattern, frees every
- *    other one and keeps checking the rest until told to stop; then, A
+ *    other one, gives its thread cache back as a poold worker does every
+ *    second (pool_thread_scavenge, until the cache is empty), and keeps
+ *    checking the rest until told to stop; then, A
  *    reaped (the master's waitpid does it), it allocates 24,576 more, past
  *    its own cache into what A's reap gave back, and checks that none is
  *    one of its live blocks and that these are still intact.
@@ -19,9 +21,14 @@
  *
  * Each case passes when A dies of SIGABRT with one line on stderr naming
  * the address it freed (forge-uaf: naming B's block, the bad link), never
- * got B's block, and B finds every live block intact.  Exit 0 and one line
- * on stdout when all pass; otherwise one line per failure on stderr and
- * exit 1.  Built with -fno-builtin: the compiler must keep every call.
+ * got B's block, and B finds every live block intact.
+ *
+ * Then an overflow: A allocates 20,000 blocks of 64 B while B holds its
+ * live ones, and none of A's may lie directly before one of B's in the
+ * same span (64-byte blocks come in spans of one 8 KiB page; past a span's
+ * end lies another span, anyone's).  Exit 0 and one line on stdout when
+ * all pass; otherwise one line per failure on stderr and exit 1.  Built
+ * with -fno-builtin: the compiler must keep every call.
  */
 #include "config.h"
 
@@ -41,6 +48,8 @@
 #define NBLOCKS 8192
 #define SIZE 64
 #define SEED 0x1501a7e0u
+#define OVERFLOW_BLOCKS 20000
+#define SPAN_BYTES 8192 /* a span of the 64-byte class */
 
 /* What the master shares with its two children (mapped before fork). */
 typedef struct shared_s {
@@ -48,6 +57,7 @@ typedef struct shared_s {
     volatile int stop;          /* master: B checks once more and exits */
     volatile uintptr_t freed;   /* A: the address its bug is about */
     volatile uintptr_t got;     /* A: what its last malloc returned */
+    volatile size_t adjacent;   /* A: its blocks right before one of B's */
     void *live[NBLOCKS / 2];    /* B's live blocks */
 } shared_t;
 
@@ -87,6 +97,12 @@ static void bystander(void)
         else
             free(blocks[i]);
     }
+    void (*scavenge)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "pool_thread_scavenge");
+    if (scavenge == NULL)
+        _exit(3);
+    /* Each gives half of every bin back. */
+    for (int i = 0; i < 16; i++)
+        scavenge();
     sh->ready = 1;
     size_t bad = 0;
     while (!sh->stop && bad == 0) {
@@ -139,8 +155,35 @@ static void culprit(const char *how)
         memset((void *)sh->got, 'A', SIZE);
 }
 
-/* Run one case; true when it passed. */
-static bool run(const char *how)
+static int by_address(const void *l, const void *r)
+{
+    uintptr_t a = *(const uintptr_t *)l, b = *(const uintptr_t *)r;
+    return a < b ? -1 : a > b;
+}
+
+/* A's side of the overflow case: how many of its blocks lie directly
+ * before one of B's live blocks in the same span, into sh->adjacent. */
+static void neighbour(void)
+{
+    static uintptr_t live[NBLOCKS / 2];
+    for (size_t i = 0; i < NBLOCKS / 2; i++)
+        live[i] = (uintptr_t)sh->live[i];
+    qsort(live, NBLOCKS / 2, sizeof live[0], by_address);
+    size_t adjacent = 0;
+    for (size_t i = 0; i < OVERFLOW_BLOCKS; i++) {
+        uintptr_t p = (uintptr_t)malloc(SIZE), next = p + SIZE;
+        if (p == 0)
+            _exit(2);
+        if (next % SPAN_BYTES != 0 &&
+            bsearch(&next, live, NBLOCKS / 2, sizeof live[0], by_address) != NULL)
+            adjacent++;
+    }
+    sh->adjacent = adjacent;
+    _exit(0);
+}
+
+/* Start B for case `how`; its pid once its live blocks are listed, or -1. */
+static pid_t start_bystander(const char *how)
 {
     memset(sh, 0, sizeof *sh);
     pid_t b = fork();
@@ -150,10 +193,44 @@ static bool run(const char *how)
         int st;
         if (b < 0 || waitpid(b, &st, WNOHANG) != 0) {
             fprintf(stderr, "isolation: %s: the bystander did not start\n", how);
-            return false;
+            return -1;
         }
         nap();
     }
+    return b;
+}
+
+/* The overflow case; true when it passed. */
+static bool run_overflow(void)
+{
+    pid_t b = start_bystander("overflow");
+    if (b < 0)
+        return false;
+    pid_t a = fork();
+    if (a == 0)
+        neighbour();
+    int sta = 0, stb = 0;
+    waitpid(a, &sta, 0);
+    sh->stop = 1;
+    waitpid(b, &stb, 0);
+    bool ok = WIFEXITED(sta) && WEXITSTATUS(sta) == 0 && WIFEXITED(stb) &&
+              WEXITSTATUS(stb) == 0;
+    if (!ok)
+        fprintf(stderr, "isolation: overflow: status %#x (A), %#x (B)\n", sta, stb);
+    if (sh->adjacent != 0) {
+        fprintf(stderr, "isolation: overflow: %zu of A's %d blocks of %d B lie directly "
+                "before a live block of B\n", (size_t)sh->adjacent, OVERFLOW_BLOCKS, SIZE);
+        ok = false;
+    }
+    return ok;
+}
+
+/* Run one case; true when it passed. */
+static bool run(const char *how)
+{
+    pid_t b = start_bystander(how);
+    if (b < 0)
+        return false;
     /* After B's fork: the master reads A's stderr to its end. */
     int err[2];
     if (pipe(err) != 0) {
@@ -221,8 +298,12 @@ int main(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         if (!run(cases[i]))
             failed++;
+    if (!run_overflow())
+        failed++;
     if (failed > 0)
         return 1;
-    printf("isolation: 4 cases: the culprit aborted naming the address, the bystander intact\n");
+    printf("isolation: 4 cases: the culprit aborted naming the address, the bystander "
+           "intact; none of %d blocks directly before another process's live block\n",
+           OVERFLOW_BLOCKS);
     return 0;
 }

@@ -4,7 +4,8 @@
 # runs a culprit and a bystander attached to one arena under
 # LD_PRELOAD=libshmpool.so SHMPOOL_MODE=children, for a double free, an
 # interior free and two links forged to point at the bystander's live
-# block.
+# block, and for an overflow: none of the culprit's blocks may lie
+# directly before a live block of the bystander.
 #
 # Environment (set by make check): SHMPOOL_LIB, TESTS_BUILDDIR.
 set -u
