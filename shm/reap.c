@@ -115,6 +115,10 @@ static void reap_cache(reap_t *rp, pool_tcache_sh_t *tc)
         }
         pool_journal_commit_(j);
     }
+    /* A thread killed before its slot's first use was marked owned no
+     * span, and its cache has no lists of them to read. */
+    if (!pool_atomic_load_acquire(&a->slots[tc - a->tcaches].used))
+        return;
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
         pool_central_disown_dead_(a, cls, tc, rp->mover, &rp->leaving);
 }
