@@ -293,6 +293,8 @@ if [ -z "$regions_only" ]; then
             if (a == "pool" && $col["ratio_to_malloc"] != "") ratio[row] = $col["ratio_to_malloc"]
             if (a == "pool" && v != "") pool[row] = v
             if (a == "pool-thp" && v != "") { thp[row] = v; anythp = 1 }
+            if (w == "thrash" && $col["near64"] != "")
+                near[row, a] = $col["near64"] " / " $col["near128"]
             if (w == "frag" && v != "") {
                 mrow = m; if (!(mrow in mseen)) { mseen[mrow] = 1; morder[++nm] = mrow }
                 mem[mrow, a] = $col["pss_kb"] " / " $col["rss_kb"] " / " $col["rss_shmem_kb"] " / " $col["big_10mib"]
@@ -368,6 +370,12 @@ if [ -z "$regions_only" ]; then
                 "A pair is one block of 5-120 MiB with every 4 KiB page written: an allocator that gave the\n" \
                 "last block back to the kernel faults the next one in page by page (huge pages fault less).",
                 "large", fpp)
+            detail("thrash: worker 0'"'"'s blocks within 64 / 128 B of another worker'"'"'s",
+                "Of its blocks (PB_THRASH_OBJECTS, poolbench.h), counted from their addresses after the\n" \
+                "workers allocated them in turn: neighbours on one cache line or on the prefetcher'"'"'s pair\n" \
+                "of lines, whose writes fight.\n" \
+                "Under -P only the pool has a count (a private heap'"'"'s addresses are its process'"'"'s own).",
+                "thrash", near)
         }' "$csv"
     } >"$md"
     echo "poolbench-all.sh: $csv and $md written in ${elapsed} s" >&2
