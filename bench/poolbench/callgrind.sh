@@ -24,7 +24,10 @@
 # a 5,000th of N1 and N2; callgrind counts user space only, and what large
 # costs is mostly the kernel's (faults, munmap, MADV_REMOVE): see the timed
 # run's system time and faults.  pingpong and prodcons need workers and do
-# not run here.
+# not run here; nor does thrash, whose cost is the cache lines two workers
+# write, which callgrind does not see (rounds.sh and poolbench-all.sh time
+# it).  largemix writes every page of its blocks too, one in 100 of them
+# 64 KiB-4 MiB: here only its user-space part counts.
 #
 # Requests: a region frees only at the end of a request, so when one is
 # listed, fixed16, fixed64, random256 and random8k are cut into requests of
@@ -37,7 +40,7 @@ usage() {
     cat <<EOF
 usage: callgrind.sh [-b BUILDDIR] [-w "WORKLOAD ..."] [-a "ALLOCATOR ..."] [-n N1] [-N N2]
                     [-r N]
-  workloads:  fixed16 fixed64 batch random256 random8k heavy frag large
+  workloads:  fixed16 fixed64 batch random256 random8k heavy frag large leak largemix
               (default: fixed16 heavy)
   allocators: region region-64k pool pool-direct glibc jemalloc tcmalloc mimalloc
               (default: region pool glibc jemalloc tcmalloc mimalloc pool-direct)
@@ -69,6 +72,12 @@ while getopts b:w:a:n:N:r:h opt; do
     esac
 done
 case $n1$n2 in *[!0-9]*|'') echo "callgrind.sh: -n and -N take counts" >&2; exit 2 ;; esac
+for w in $workloads; do
+    case $w in
+    pingpong|prodcons) echo "callgrind.sh: $w needs workers; time it (rounds.sh)" >&2; exit 2 ;;
+    thrash) echo "callgrind.sh: thrash costs cache lines, not instructions; time it (rounds.sh)" >&2; exit 2 ;;
+    esac
+done
 if [ "$n1" -ge "$n2" ]; then
     echo "callgrind.sh: N1 ($n1) must be below N2 ($n2)" >&2
     exit 2
@@ -179,11 +188,12 @@ for w in $workloads; do
     eval "loop_$w=\$l"
 done
 # runs ALLOCATOR WORKLOAD: false for a region on a workload without
-# requests (batch, pingpong, prodcons, frag and large free objects one by
-# one).
+# requests (batch, pingpong, prodcons, frag, large, leak and largemix free
+# objects one by one).
 runs() {
     case $1:$2 in
     region*:batch|region*:pingpong|region*:prodcons|region*:frag|region*:large) return 1 ;;
+    region*:leak|region*:largemix) return 1 ;;
     esac
     return 0
 }

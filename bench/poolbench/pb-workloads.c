@@ -534,6 +534,159 @@ PB_INLINE void large_body(const pb_ops_t *ops, pb_ctx_t *c)
 }
 
 /* ------------------------------------------------------------------------ */
+/* thrash                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Each worker keeps PB_THRASH_OBJECTS blocks of 8-64 B of its own and
+ * writes them over and over: a pair reads and writes every byte of one
+ * block THRASH_WRITES times, then frees it and puts a block of the same
+ * size in its place.  No block is shared, yet where an allocator puts two
+ * workers' blocks on one cache line, or on the two lines the prefetcher
+ * pulls in together, their writes fight over it: the time shows that, and
+ * callgrind, which counts instructions and not lines, shows nothing (so
+ * this is timed only).  The blocks are first allocated in turn, one per
+ * worker at a time with a barrier between, so where they land does not
+ * depend on timing; worker 0 then counts how many of its blocks start
+ * within 64 and within 128 B of another worker's block.  Under -P the
+ * count means something for the pool only: a private heap's addresses are
+ * its process's own. */
+#define THRASH_WRITES 100
+
+/* A worker's blocks are read from rings[].slot, where each published them. */
+static void thrash_count(pb_ctx_t *c)
+{
+    c->near[0] = c->near[1] = 0;
+    for (unsigned j = 0; j < PB_THRASH_OBJECTS; j++) {
+        uintptr_t a = (uintptr_t)c->rings[0].slot[j], d = UINTPTR_MAX;
+        for (unsigned i = 1; i < c->workers; i++)
+            for (unsigned k = 0; k < PB_THRASH_OBJECTS; k++) {
+                uintptr_t b = (uintptr_t)c->rings[i].slot[k];
+                uintptr_t x = a > b ? a - b : b - a;
+                if (x < d)
+                    d = x;
+            }
+        c->near[0] += d <= 64;
+        c->near[1] += d <= 128;
+    }
+}
+
+/* volatile: every pass is a load and a store the compiler cannot merge. */
+static void thrash_write(volatile char *p, size_t n)
+{
+    for (unsigned w = 0; w < THRASH_WRITES; w++)
+        for (size_t k = 0; k < n; k++)
+            p[k] = (char)(p[k] + 1);
+}
+
+PB_INLINE void thrash_body(const pb_ops_t *ops, pb_ctx_t *c)
+{
+    void **v = c->scratch;
+    size_t size[PB_THRASH_OBJECTS];
+    uint64_t rng = rng_seed(c->worker);
+    for (unsigned j = 0; j < PB_THRASH_OBJECTS; j++)
+        for (unsigned i = 0; i < c->workers; i++) {
+            if (i == c->worker) {
+                size[j] = 8 * (1 + rng_next(&rng) % 8);
+                v[j] = ops->alloc(size[j]);
+                c->rings[i].slot[j] = v[j];
+            }
+            pthread_barrier_wait(c->barrier);
+        }
+    if (c->worker == 0)
+        thrash_count(c);
+    c->t_begin = pb_now_ns();
+    for (uint64_t i = 0; i < c->pairs; i++) {
+        unsigned j = (unsigned)(i % PB_THRASH_OBJECTS);
+        thrash_write(v[j], size[j]);
+        ops->release(v[j]);
+        v[j] = ops->alloc(size[j]);
+        PB_ESCAPE(v[j]);
+    }
+    c->t_end = pb_now_ns();
+    for (unsigned j = 0; j < PB_THRASH_OBJECTS; j++)
+        ops->release(v[j]);
+}
+
+/* ------------------------------------------------------------------------ */
+/* leak                                                                      */
+/* ------------------------------------------------------------------------ */
+
+/* Rounds of LEAK_ROUND blocks of 16 B-1 KiB allocated, then freed in
+ * allocation order but for every LEAK_EVERY-th, which is kept: the heap
+ * grows slowly while it churns, as a program's does that leaks.  The kept
+ * blocks are freed after the timed part; once LEAK_KEPT are live (more
+ * pairs than a default run has) each new one takes the place of the
+ * oldest, which is freed then, so the bookkeeping stays in scratch. */
+#define LEAK_ROUND 1000
+#define LEAK_EVERY 100
+#define LEAK_KEPT (PB_SCRATCH_SLOTS - LEAK_ROUND)
+
+static const pb_band_t leak_bands[] = { { 800, 16, 128 }, { 200, 129, 1024 } };
+
+PB_INLINE void leak_body(const pb_ops_t *ops, pb_ctx_t *c)
+{
+    void **v = c->scratch, **kept = c->scratch + LEAK_ROUND;
+    uint64_t rng = rng_seed(c->worker), nkept = 0;
+    c->t_begin = pb_now_ns();
+    for (uint64_t left = c->pairs; left > 0;) {
+        unsigned n = left < LEAK_ROUND ? (unsigned)left : LEAK_ROUND;
+        for (unsigned i = 0; i < n; i++) {
+            v[i] = ops->alloc(band_size(leak_bands, rng_next(&rng)));
+            PB_ESCAPE(v[i]);
+        }
+        for (unsigned i = 0; i < n; i++) {
+            if (i % LEAK_EVERY != LEAK_EVERY - 1) {
+                ops->release(v[i]);
+                continue;
+            }
+            void **slot = &kept[nkept % LEAK_KEPT];
+            if (nkept++ >= LEAK_KEPT)
+                ops->release(*slot);
+            *slot = v[i];
+        }
+        left -= n;
+    }
+    c->t_end = pb_now_ns();
+    for (uint64_t i = 0; i < nkept && i < LEAK_KEPT; i++)
+        ops->release(kept[i]);
+}
+
+/* ------------------------------------------------------------------------ */
+/* largemix                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* A working set of LARGEMIX_SLOTS live blocks, one in 100 of them large:
+ * each pair frees a random block, so large and small ones leave in mixed
+ * order, and puts a new one in its place, every page of it written.  The
+ * set is filled before and emptied after the timed part. */
+#define LARGEMIX_SLOTS 1000
+
+static const pb_band_t largemix_bands[] = { { 990, 16, 256 },
+                                            { 10, 65536, (size_t)4 << 20 } };
+
+PB_INLINE void largemix_body(const pb_ops_t *ops, pb_ctx_t *c)
+{
+    void **v = c->scratch;
+    uint64_t rng = rng_seed(c->worker);
+    for (unsigned i = 0; i < LARGEMIX_SLOTS; i++) {
+        size_t n = band_size(largemix_bands, rng_next(&rng));
+        v[i] = ops->alloc(n);
+        touch_pages(v[i], n);
+    }
+    c->t_begin = pb_now_ns();
+    for (uint64_t i = 0; i < c->pairs; i++) {
+        unsigned k = (unsigned)(rng_next(&rng) % LARGEMIX_SLOTS);
+        size_t n = band_size(largemix_bands, rng_next(&rng));
+        ops->release(v[k]);
+        v[k] = ops->alloc(n);
+        touch_pages(v[k], n);
+    }
+    c->t_end = pb_now_ns();
+    for (unsigned i = 0; i < LARGEMIX_SLOTS; i++)
+        ops->release(v[i]);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Allocators and the table                                                  */
 /* ------------------------------------------------------------------------ */
 
@@ -607,6 +760,9 @@ PB_INSTANCE(pingpong, pingpong_body)
 PB_INSTANCE(prodcons, prodcons_body)
 PB_INSTANCE(frag, frag_body)
 PB_INSTANCE(large, large_body)
+PB_INSTANCE(thrash, thrash_body)
+PB_INSTANCE(leak, leak_body)
+PB_INSTANCE(largemix, largemix_body)
 
 PB_REGION_INSTANCE(fixed16, fixed16_body)
 PB_REGION_INSTANCE(fixed64, fixed64_body)
@@ -638,5 +794,11 @@ const pb_workload_t pb_workloads[] = {
       PB_ARMS(frag), 200000, 1, 1, false, true, true, false },
     { "large", "one block of 5-120 MiB at a time, every page written, then freed",
       PB_ARMS(large), 10, 1, 1, false, false, true, false },
+    { "thrash", "each worker writes its own 8-64 B blocks over and over (timed only)",
+      PB_ARMS(thrash), 20000, 1, 1, false, false, false, false },
+    { "leak", "rounds of 1,000 blocks of 16 B-1 KiB, all freed but 1 in 100 (kept)",
+      PB_ARMS(leak), 1000 * LEAK_ROUND, LEAK_ROUND, 1, false, false, true, false },
+    { "largemix", "1,000 live blocks, 1 in 100 of 64 KiB-4 MiB, a random one replaced",
+      PB_ARMS(largemix), 50000, 1, 1, false, false, true, false },
 };
 const size_t pb_n_workloads = sizeof pb_workloads / sizeof pb_workloads[0];

@@ -20,8 +20,8 @@
 #   pool-spin     with --spin-build DIR: the pool arm of a build configured
 #                 with --enable-pool-lock=spin, at -P 2 (workers <= cores on
 #                 a 2-core machine) and -P 4 (workers > cores).
-#   pool-thp      the pool arm with SHMPOOL_HUGEPAGES=thp, for frag and
-#                 large (the workloads whose cost is page faults), when the
+#   pool-thp      the pool arm with SHMPOOL_HUGEPAGES=thp, for frag, large
+#                 and largemix (the workloads whose cost is page faults), when the
 #                 system gives shared memory transparent huge pages
 #                 (shmem_enabled not never or deny).  A kernel that maps
 #                 private memory in folios of several pages (mTHP) but
@@ -33,7 +33,9 @@
 # large does too: glibc's arm faults in and zeroes some 600 MB of fresh
 # pages a run, which leaves the caches cold for the next arm's page walks
 # (the pool's -P 1 run took 270-290 us a pair after glibc's, 160-180 us
-# alone), and the peers it is compared with run alone.
+# alone), and the peers it is compared with run alone.  largemix too:
+# in the same runs as glibc's (25-100 us a pair) the pool's -T 2 took
+# 5.6 us a pair, the pool preloaded, alone, 0.26.
 # pingpong and prodcons free every block in another worker than the one
 # that allocated it, which under -P only the pool can do: there the peers
 # get a row that says so, and the report compares the pool's -P N with the
@@ -219,7 +221,7 @@ if [ -z "$regions_only" ]; then
         n=${mode#??}
         for w in $workloads; do
             echo "poolbench-all.sh: $w $flag $n" >&2
-            if [ "$w" = frag ] || [ "$w" = large ]; then
+            if [ "$w" = frag ] || [ "$w" = large ] || [ "$w" = largemix ]; then
                 one "$tmp/rows" "" -- "$bench" --workload "$w" "$flag" "$n" --allocator pool
                 one "$tmp/rows" "" -- "$bench" --workload "$w" "$flag" "$n" --allocator malloc \
                     --label glibc
@@ -293,6 +295,8 @@ if [ -z "$regions_only" ]; then
             if (a == "pool" && $col["ratio_to_malloc"] != "") ratio[row] = $col["ratio_to_malloc"]
             if (a == "pool" && v != "") pool[row] = v
             if (a == "pool-thp" && v != "") { thp[row] = v; anythp = 1 }
+            if (w == "thrash" && $col["near64"] != "")
+                near[row, a] = $col["near64"] " / " $col["near128"]
             if (w == "frag" && v != "") {
                 mrow = m; if (!(mrow in mseen)) { mseen[mrow] = 1; morder[++nm] = mrow }
                 mem[mrow, a] = $col["pss_kb"] " / " $col["rss_kb"] " / " $col["rss_shmem_kb"] " / " $col["big_10mib"]
@@ -368,6 +372,12 @@ if [ -z "$regions_only" ]; then
                 "A pair is one block of 5-120 MiB with every 4 KiB page written: an allocator that gave the\n" \
                 "last block back to the kernel faults the next one in page by page (huge pages fault less).",
                 "large", fpp)
+            detail("thrash: worker 0'"'"'s blocks within 64 / 128 B of another worker'"'"'s",
+                "Of its blocks (PB_THRASH_OBJECTS, poolbench.h), counted from their addresses after the\n" \
+                "workers allocated them in turn: neighbours on one cache line or on the prefetcher'"'"'s pair\n" \
+                "of lines, whose writes fight.\n" \
+                "Under -P only the pool has a count (a private heap'"'"'s addresses are its process'"'"'s own).",
+                "thrash", near)
         }' "$csv"
     } >"$md"
     echo "poolbench-all.sh: $csv and $md written in ${elapsed} s" >&2

@@ -78,6 +78,7 @@ typedef struct pb_result_s {
     int64_t phase_ns[2];
     pb_usage_t use;                 /* of the whole run, not only its timed part */
     pb_mem_t mem;
+    int near[2];                    /* pb_ctx_t.near */
 } pb_result_t;
 
 typedef struct pb_shared_s {
@@ -221,6 +222,7 @@ static int pb_worker(const pb_cell_t *cell, unsigned i)
                 .rings = sh->ring,
                 .barrier = &sh->inner,
                 .measure = o->processes || i == 0,
+                .near = { -1, -1 },
             };
             pthread_barrier_wait(&sh->start);
             pb_usage_t u0 = usage_now();
@@ -232,6 +234,8 @@ static int pb_worker(const pb_cell_t *cell, unsigned i)
             res->phase_ns[0] = c.phase_ns[0];
             res->phase_ns[1] = c.phase_ns[1];
             res->mem = c.mem;
+            res->near[0] = c.near[0];
+            res->near[1] = c.near[1];
         }
     rc = 0;
 out:
@@ -460,6 +464,17 @@ static pb_mem_t memory_of(const pb_cell_t *cell, int k)
     return m;
 }
 
+/* thrash's count from the last run, where its addresses are comparable:
+ * one process's threads, or the pool's arena (at one address in every
+ * process); NULL otherwise. */
+static const int *near_of(const pb_cell_t *cell, int k)
+{
+    const int *near = result_at(cell, cell->nruns - 1, k, 0)->near;
+    if (near[0] < 0 || (cell->o->processes && cell->alloc[k] != PB_POOL))
+        return NULL;
+    return near;
+}
+
 static const char *arm_name(const pb_options_t *o, int a)
 {
     return a == PB_MALLOC && o->label != NULL ? o->label : pb_allocator_name[a];
@@ -494,12 +509,12 @@ static void print_header(const pb_options_t *o)
         printf("workload,phase,allocator,ld_preload,mode,workers,runs,pairs_per_worker,"
                "request,median_ns,min_ns,max_ns,wall_ms,faults_per_kpair,cpu_ns,sys_ns,"
                "vcsw_per_kpair,ratio_to_malloc,rss_kb,pss_kb,pss_shmem_kb,rss_shmem_kb,"
-               "big_10mib,note\n");
+               "big_10mib,near64,near128,note\n");
     } else if (o->markdown) {
         printf("| workload | phase | allocator | workers | ns/pair | min–max | wall ms | "
                "faults/kpair | CPU ns | sys ns | vcsw/kpair | ÷ malloc | RSS kB | PSS kB | "
-               "Shmem kB | 10 MiB |\n"
-               "|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n");
+               "Shmem kB | 10 MiB | near 64 / 128 B |\n"
+               "|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|\n");
     } else {
         printf("poolbench: %s %u, %d runs per cell, ns per malloc+free pair per worker, "
                "median (min-max); malloc is %s\n", o->processes ? "-P" : "-T", o->workers,
@@ -514,9 +529,9 @@ static void print_header(const pb_options_t *o)
 }
 
 /* One output line for allocator arm k of a cell (s == NULL: skipped,
- * note says why). */
+ * note says why; near: thrash's count, or NULL). */
 static void print_row(const pb_cell_t *cell, int a, const char *phase, const pb_summary_t *s,
-                      double ratio, const pb_mem_t *m, const char *note)
+                      double ratio, const pb_mem_t *m, const int *near, const char *note)
 {
     const pb_options_t *o = cell->o;
     const char *preload = getenv("LD_PRELOAD");
@@ -538,11 +553,15 @@ static void print_row(const pb_cell_t *cell, int a, const char *phase, const pb_
         if (ratio > 0)
             printf("%.3f", ratio);
         if (m != NULL)
-            printf(",%ld,%ld,%ld,%ld,%s,", m->rss_kb, m->pss_kb, m->pss_shmem_kb,
+            printf(",%ld,%ld,%ld,%ld,%s", m->rss_kb, m->pss_kb, m->pss_shmem_kb,
                    m->rss_shmem_kb, m->big_ok ? "yes" : "no");
         else
-            printf(",,,,,,");
-        printf("%s\n", note != NULL ? note : "");
+            printf(",,,,,");
+        if (near != NULL)
+            printf(",%d,%d", near[0], near[1]);
+        else
+            printf(",,");
+        printf(",%s\n", note != NULL ? note : "");
     } else if (o->markdown) {
         printf("| %s | %s | %s | %s %u | ", shape_name(cell), phase, arm_name(o, a),
                o->processes ? "-P" : "-T", o->workers);
@@ -555,10 +574,14 @@ static void print_row(const pb_cell_t *cell, int a, const char *phase, const pb_
         if (ratio > 0)
             printf("%.3f", ratio);
         if (m != NULL)
-            printf(" | %ld | %ld | %ld | %s |\n", m->rss_kb, m->pss_kb, m->rss_shmem_kb,
+            printf(" | %ld | %ld | %ld | %s |", m->rss_kb, m->pss_kb, m->rss_shmem_kb,
                    m->big_ok ? "yes" : "no");
         else
-            printf(" | | | | |\n");
+            printf(" | | | | |");
+        if (near != NULL)
+            printf(" %d / %d |\n", near[0], near[1]);
+        else
+            printf(" |\n");
     } else {
         printf("  %-14s %-6s %-8s ", shape_name(cell), phase, arm_name(o, a));
         if (s == NULL) {
@@ -574,6 +597,9 @@ static void print_row(const pb_cell_t *cell, int a, const char *phase, const pb_
             printf("  RSS %ld kB PSS %ld kB Pss_Shmem %ld kB RssShmem %ld kB 10MiB %s",
                    m->rss_kb, m->pss_kb, m->pss_shmem_kb, m->rss_shmem_kb,
                    m->big_ok ? "yes" : "no");
+        if (near != NULL)
+            printf("  near: %d of worker 0's %d blocks within 64 B of another worker's, "
+                   "%d within 128 B", near[0], PB_THRASH_OBJECTS, near[1]);
         printf("\n");
     }
 }
@@ -597,7 +623,7 @@ static void print_cell(const pb_cell_t *cell)
             if (cell->w->memory)
                 m = memory_of(cell, k);
             print_row(cell, cell->alloc[k], ph < 0 ? "all" : phase_name[ph], &s[k], ratio,
-                      cell->w->memory ? &m : NULL, NULL);
+                      cell->w->memory ? &m : NULL, near_of(cell, k), NULL);
         }
     }
 }
@@ -628,7 +654,7 @@ static void print_skip(const pb_cell_t *cell, int a, const char *why)
 {
     fprintf(stderr, "poolbench: %s with %s at %s %u skipped: %s\n", shape_name(cell),
             arm_name(cell->o, a), cell->o->processes ? "-P" : "-T", cell->o->workers, why);
-    print_row(cell, a, "all", NULL, 0, NULL, why);
+    print_row(cell, a, "all", NULL, 0, NULL, NULL, why);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -764,7 +790,7 @@ static int pb_counted(const pb_options_t *o)
     if (!w->counted || w->loop[a] == NULL) {
         fprintf(stderr, "poolbench: --pairs does not run %s%s\n", w->name,
                 a == PB_REGION ? " on a region (it frees blocks one by one)"
-                               : " (it needs workers or measures memory)");
+                               : " (it needs workers, measures memory or is timed only)");
         return 2;
     }
     if (a == PB_POOL && pb_pool_ready(true) != 0)
@@ -984,7 +1010,13 @@ static void usage(FILE *out)
             "arms these workloads are cut into requests of %d unless --request says\n"
             "otherwise; heavy is one request of 95 allocations either way.  Such rows\n"
             "name the workload NAME/rN.\n"
-            "\nworkloads:\n", PD_REGION_BLOCK_DEFAULT, PB_SCRATCH_SLOTS, PB_REQUEST_DEFAULT);
+            "thrash is timed only (its cost is cache lines, which callgrind does not\n"
+            "see); each arm's row adds how many of worker 0's %d blocks start within\n"
+            "64 B and within 128 B of another worker's block, counted from their\n"
+            "addresses after the workers allocated them in turn (under -P for the pool\n"
+            "only: a private heap's addresses are its process's own).\n"
+            "\nworkloads:\n", PD_REGION_BLOCK_DEFAULT, PB_SCRATCH_SLOTS, PB_REQUEST_DEFAULT,
+            PB_THRASH_OBJECTS);
     for (size_t i = 0; i < pb_n_workloads; i++)
         fprintf(out, "  %-10s %s\n", pb_workloads[i].name, pb_workloads[i].what);
 }

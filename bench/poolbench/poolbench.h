@@ -27,6 +27,9 @@ enum { PB_POOL, PB_MALLOC, PB_REGION, PB_NONE, PB_N_ALLOCATORS };
  * so it can neither drop a malloc/free pair nor merge iterations. */
 #define PB_ESCAPE(p) __asm__ volatile("" : : "r"(p) : "memory")
 
+/* thrash: the blocks each worker keeps and writes. */
+#define PB_THRASH_OBJECTS 16
+
 /* pingpong, prodcons: a single-producer single-consumer queue of blocks,
  * in memory every worker maps (MAP_SHARED for processes).  head and tail
  * only grow; each on its own cache line so producer and consumer do not
@@ -62,12 +65,17 @@ typedef struct pb_ctx_s {
                                    under test: PB_SCRATCH_SLOTS pointers */
     unsigned workers;           /* how many run together */
     pb_ring_t *rings;           /* one per worker; the workload says which
-                                   connects whom: pingpong i to i+1, prodcons 0 to i */
-    pthread_barrier_t *barrier; /* frag: every worker, between churn and measuring */
+                                   connects whom: pingpong i to i+1, prodcons 0 to i;
+                                   thrash: worker i's blocks in rings[i].slot */
+    pthread_barrier_t *barrier; /* every worker: frag's between churn and measuring,
+                                   thrash's between its allocations in turn */
     bool measure;               /* frag: this worker reads the process's figures */
     int64_t t_begin, t_end;     /* the timed part, CLOCK_MONOTONIC ns */
     int64_t phase_ns[2];        /* batch: all malloc phases, all free phases */
     pb_mem_t mem;               /* frag, when measure */
+    int near[2];                /* thrash, worker 0: how many of its blocks lie
+                                   within 64 and within 128 B of another worker's;
+                                   -1: not counted (the driver's start value) */
 } pb_ctx_t;
 
 /* Also the largest request (--request). */

@@ -9,7 +9,9 @@
 # that same round, and to the pool of another build (--before).  Before
 # each invocation bench/probes/linetrip times a cache line's trip between CPUs 0
 # and 1, which on a virtual machine moves with the host's placement of
-# them, and with it every cross-worker cell.
+# them, and with it every cross-worker cell.  thrash, whose cost is cache
+# lines and so shows in time only, is measured here too, with per arm how
+# many of worker 0's blocks poolbench found near another worker's.
 set -eu
 
 usage() {
@@ -110,7 +112,8 @@ peer_mode() {
     case $1:$2 in pingpong:P*|prodcons:P*) echo "T${2#P}" ;; *) echo "$2" ;; esac
 }
 
-# value ARM W M PH: one invocation's median for that arm; fails loudly.
+# value ARM W M PH: one invocation's median for that arm, then thrash's
+# near count as N64/N128 (or -); fails loudly.
 value() {
     arm=$1 w=$2 m=$3 ph=$4
     case $arm in
@@ -128,8 +131,9 @@ value() {
     fi
     # The row after its workload, phase and arm: a figure, or why not.
     row=$(awk -v w="$w" -v ph="$ph" '$1 == w && $2 == ph { $1 = $2 = $3 = ""; sub(/^ +/, ""); print; exit }' "$tmp/out")
+    near=$(echo "$row" | sed -n 's/.*near: \([0-9]*\) of .*, \([0-9]*\) within 128 B.*/\1\/\2/p')
     case $row in
-    [0-9]*) echo "${row%% *}" ;;
+    [0-9]*) echo "${row%% *} ${near:--}" ;;
     '') echo "rounds.sh: no $w $ph row from: $* --workload $w" >&2; exit 1 ;;
     *) echo "rounds.sh: $w $ph $row" >&2; exit 1 ;;
     esac
@@ -158,7 +162,7 @@ EOF
         for a in $(rotated $(( (r - 1) % narms )) $arms); do
             lt=$("$linetrip") || exit 1
             v=$(value "$a" "$w" "$m" "$ph") || exit 1
-            echo "$c $a $r $v ${lt%% *}" >>"$tmp/values"
+            echo "$c $a $r ${v%% *} ${lt%% *} ${v#* }" >>"$tmp/values"
         done
     done
     echo "rounds.sh: round $r of $rounds done" >&2
@@ -189,7 +193,7 @@ EOF
         printf "  %s, per round: median %.3f, quartiles %.3f-%.3f, range %.3f-%.3f, above 1 in %d of %d\n",
             what, median(q, n), q[int(n / 4) + 1], q[int(3 * n / 4) + 1], q[1], q[n], above, n
     }
-    $1 == cell { v[$2, $3] = $4; lt[$2, $3] = $5; if ($3 > nr) nr = $3 }
+    $1 == cell { v[$2, $3] = $4; lt[$2, $3] = $5; if ($6 != "-") near[$2] = $6; if ($3 > nr) nr = $3 }
     END {
         na = split(arms, arm, " ")
         np = split(peers, peer, " ")
@@ -201,6 +205,11 @@ EOF
             sort(x, n)
             printf "  %-10s %10.2f  (%.2f-%.2f)\n", arm[i], median(x, n), x[1], x[n]
         }
+        s = ""
+        for (i = 1; i <= na; i++)
+            if (arm[i] in near) s = s (s == "" ? " " : ", ") arm[i] " " near[arm[i]]
+        if (s != "")
+            printf "  worker 0'"'"'s blocks within 64 / 128 B of another worker'"'"'s:%s\n", s
         n = ns = nl = 0
         for (r = 1; r <= nr; r++) {
             best = ""
