@@ -13,7 +13,7 @@ shm_libshmpool_core_la_SOURCES = \
 	shm/prim/prim.h shm/prim/linux.c \
 	shm/sizeclass.c shm/pagemap.c shm/pageheap.c shm/central.c \
 	shm/alloc.h shm/alloc.c shm/tcache.c shm/arena.c shm/proc.c \
-	shm/lock.c shm/lockset.c shm/journal.c shm/crashpoint.c shm/reap.c \
+	shm/lock.c shm/lockset.c shm/journal.c shm/crashpoint.c shm/reap.c shm/owner.c \
 	shm/stats.c shm/heapcheck.c \
 	shm/libc.c
 shm_libshmpool_core_la_CFLAGS = $(POOL_CFLAGS)

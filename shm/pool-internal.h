@@ -736,13 +736,18 @@ bool pool_lock_all_timed_(pool_arena_t *a, unsigned ms);
 void pool_unlock_all_(pool_arena_t *a);
 
 /* ------------------------------------------------------------------------ */
-/* reap.c                                                                    */
+/* owner.c                                                                   */
 /* ------------------------------------------------------------------------ */
 
 /* Clear the tag of every live object and big span carrying `tag`: a
  * process that detaches keeps its objects, and no reap of a later holder
  * of the slot may take them.  Takes every lock. */
 void pool_disown_(pool_arena_t *a, uint16_t tag);
+
+/* ------------------------------------------------------------------------ */
+/* reap.c                                                                    */
+/* ------------------------------------------------------------------------ */
+
 /* Reap every process found dead among the slots' holders (their life
  * locks owner-dead, or a reap left unfinished): what whoever notices does,
  * at attach, when slots or the arena run short, and periodically.  Skips a

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* libshmpool — the dead: finding them and reaping them; and ownership
- * tags.
+/* libshmpool — the dead: finding them and reaping them.
  *
  * A process is dead when the life locks of its slots are owner-dead
  * (pool_slot_sh_t): it exited, was killed, crashed or called exec.  No pid
@@ -18,7 +17,7 @@
  * Nothing a reap finds makes it abort.
  *
  * Entry points: pool_reap(), pool_reap_dead_(), pool_reap_maybe_(),
- * pool_adopt(), pool_disown_().
+ * pool_decay().
  */
 #include "pool-internal.h"
 
@@ -462,48 +461,4 @@ int pool_decay(void)
         return 0;
     struct timespec deadline = pool_deadline_in_(POOL_WAIT_MS);
     return pool_pageheap_decay_(a, &deadline) ? 0 : EAGAIN;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Ownership                                                                 */
-/* ------------------------------------------------------------------------ */
-
-void pool_disown_(pool_arena_t *a, uint16_t tag)
-{
-    if (a->hdr == NULL || tag == POOL_NO_TAG || tag > POOL_MAX_TAG)
-        return;
-    pool_lock_all_(a);
-    pool_span_sh_t *s;
-    for (pool_span_walk_t w = pool_span_walk(a); (s = pool_span_next(a, &w)) != NULL;) {
-        if (s->state == POOL_SPAN_BIG && s->owner == tag)
-            s->owner = POOL_NO_TAG;
-        if (s->state == POOL_SPAN_SMALL)
-            for (uint32_t oi = 0; oi < s->count; oi++)
-                if (*pool_owner_of(a, s, oi) == tag)
-                    *pool_owner_of(a, s, oi) = POOL_NO_TAG;
-    }
-    pool_unlock_all_(a);
-}
-
-void pool_adopt(void *p)
-{
-    pool_arena_t *a = &pool_arena_;
-    if (p == NULL || !pool_in_arena(p) || pool_proc_state_ != POOL_PROC_ATTACHED)
-        return;
-    uint16_t tag = a->slots[pool_slot()].tag;
-    unsigned cls = pool_atomic_load_acquire(&a->pm_class[pool_pagemap_page_(a, p)]);
-    if (cls == 0) {
-        pool_lock_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0);
-        pool_span_sh_t *s = pool_pagemap_span_(a, p);
-        if (s != NULL && s->state == POOL_SPAN_BIG && pool_span_addr(a, s) == p)
-            s->owner = tag;
-        pool_unlock_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0);
-        return;
-    }
-    pool_lock_(a, &a->central[cls].lock, POOL_LOCK_CENTRAL, cls);
-    uint32_t oi;
-    pool_span_sh_t *s = pool_object_span_(a, p, &oi);
-    if (s != NULL && s->cls == cls && (s->bitmap[oi / 64] & (UINT64_C(1) << (oi % 64))))
-        pool_owner_set(a, s, oi, (uint8_t)tag);
-    pool_unlock_(a, &a->central[cls].lock, POOL_LOCK_CENTRAL, cls);
 }
