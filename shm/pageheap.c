@@ -330,7 +330,8 @@ static void decay(pool_arena_t *a)
 bool pool_pageheap_decay_(pool_arena_t *a, const struct timespec *deadline)
 {
     pool_pageheap_sh_t *ph = a->ph;
-    if (!pool_lock_timed_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0, deadline))
+    if (!(deadline != NULL ? pool_lock_timed_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0, deadline)
+                           : pool_lock_try_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0)))
         return false;
     decay(a);
     pool_unlock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
