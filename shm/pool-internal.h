@@ -153,6 +153,11 @@ void pool_pageheap_trim_(pool_arena_t *a);
  * page-heap lock by deadline (CLOCK_REALTIME), or with deadline NULL only
  * if no live holder keeps it; false, nothing done, when one kept it. */
 bool pool_pageheap_decay_(pool_arena_t *a, const struct timespec *deadline);
+/* The decay's cushion, in pages: the most free pages that were taken again
+ * while still mapped within the current period or one of the
+ * POOL_DECAY_WINDOW before; none after that many quiet periods.
+ * REQUIRES: page-heap lock. */
+uint64_t pool_pageheap_cushion_(const pool_pageheap_sh_t *ph);
 /* pool_pageheap_free_ for a caller that holds the page-heap lock. */
 void pool_pageheap_free_locked_(pool_arena_t *a, uint32_t span);
 /* Whether free spans l and r, r right after l, are one span: unless their

@@ -31,10 +31,10 @@
 #define BUFFER_SIZE ((size_t)512 << 10)
 #define QUIET_MS 20000
 #define DEADLINE_MS 15000
-/* What the page heap's 2 MiB cushion, the quiet worker's buffer and the
- * classes' one kept span each may hold, over the baseline: a quarter of
- * the burst. */
-#define SLACK ((size_t)3 << 20)
+/* What the quiet worker's buffer (which the page heap's cushion keeps
+ * mapped, as it is taken again every 500 ms) and the classes' one kept
+ * span each may hold, over the baseline: an eighth of the burst. */
+#define SLACK ((size_t)1536 << 10)
 
 static int (*usage_p)(pool_usage_t *);
 
