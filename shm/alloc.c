@@ -102,8 +102,35 @@ static void *alloc_slow(size_t size, size_t align, bool *fell_back)
     return p;
 }
 
+/* The housekeeping a thread of an attached process does on the clock, in
+ * its own slow paths (a refill, a full bin, a block over 256 KiB), with
+ * no thread and no timer of ours in the program: once a second or more
+ * after its last, it gives half of its cache back and ends the decay
+ * periods of the quiet classes and of the page heap, which poold's
+ * timers do too (pool_thread_scavenge, pool_decay).  A thread whose last
+ * slow path is more than two periods old has been quiet or kept to its
+ * fast paths: it gives its whole cache back.  None of it waits for a lock
+ * another process holds. */
+static __thread uint64_t housekept_ns __attribute__((tls_model("initial-exec")));
+
+static void housekeep(void)
+{
+    if (pool_tls_tcache_ == &pool_empty_tcache_)
+        return;
+    uint64_t now = pool_prim_now_coarse_ns_();
+    uint64_t since = now - housekept_ns;
+    if (since < POOL_DECAY_NS)
+        return;
+    housekept_ns = now;
+    if (since >= 2 * POOL_DECAY_NS)
+        pool_thread_flush();
+    pool_thread_scavenge();
+    pool_decay_(false);
+}
+
 void *pool_malloc_slow_(size_t size)
 {
+    housekeep();
     pool_guard_enter();
     bool fell_back;
     void *p = alloc_slow(size, 16, &fell_back);
@@ -166,6 +193,7 @@ void pool_free_slow_(void *p)
         /* The parent may still use this object: leave it alone. */
         pool_atomic_inc(&a->hdr->xforeign_frees);
     } else {
+        housekeep();
         pool_guard_enter();
         free_arena(a, p);
         pool_guard_leave();
@@ -212,6 +240,7 @@ static void *alloc_aligned(size_t align, size_t size)
         errno = ENOMEM;
         return NULL;
     }
+    housekeep();
     pool_guard_enter();
     bool fell_back;
     void *p = alloc_slow(size, align, &fell_back);

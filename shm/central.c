@@ -547,7 +547,8 @@ void pool_central_decay_(pool_arena_t *a, unsigned cls, uint16_t tag)
         return;
     pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
     uint32_t leaving = POOL_NIL;
-    pool_lock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
+    if (!pool_lock_try_(a, &c->lock, POOL_LOCK_CENTRAL, cls))
+        return;
     pool_journal_begin_(j, POOL_OP_RELEASE);
     decay_empties(a, cls, tag, &leaving);
     pool_journal_commit_(j);

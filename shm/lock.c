@@ -270,6 +270,13 @@ bool pool_lock_timed_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind,
     return acquire(a, l, kind, arg, deadline);
 }
 
+bool pool_lock_try_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsigned arg)
+{
+    /* A deadline long past: the mutex is tried, never slept on. */
+    static const struct timespec past = { 0, 0 };
+    return acquire(a, l, kind, arg, &past);
+}
+
 void pool_unlock_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsigned arg)
 {
     if (pool_config_debug > 0)

@@ -13,9 +13,12 @@
  *
  * Release rule (MADV_REMOVE on a shared arena, MADV_DONTNEED on a private
  * one): by decay.  Each period of POOL_DECAY_NS the page heap notes the
- * fewest free pages that had not been given back; at the
- * end of the period that much, less a 2 MiB cushion, stayed free the whole
- * time and goes back to the OS, longest spans first.  Memory that a churn
+ * fewest free pages that had not been given back; at the end of the period
+ * that much, less a cushion, stayed free the whole time and goes back to
+ * the OS, longest spans first.  The cushion is the most mapped free pages
+ * taken again within the period or one of the POOL_DECAY_WINDOW before it:
+ * what a workload took back lately stays mapped, and a heap gone quiet
+ * keeps nothing.  Memory that a churn
  * frees and takes again within a period stays mapped, so it is not faulted
  * straight back in: a freed span is never given back at once, however
  * large (large blocks freed and allocated in turn were given back at every
@@ -205,13 +208,42 @@ static uint64_t unreturned(const pool_pageheap_sh_t *ph)
     return ph->free_pages - ph->returned_pages;
 }
 
-/* The decay period's low mark of unreturned free pages.  REQUIRES: lock
- * and an operation begun. */
+/* The decay period's low mark of unreturned free pages, its high mark so
+ * far, and its reuse: the most of them taken again since a high, pages
+ * that a workload freed and took back while they were still mapped.
+ * REQUIRES: lock and an operation begun. */
 static void note_unreturned(pool_arena_t *a)
 {
     pool_pageheap_sh_t *ph = a->ph;
-    if (unreturned(ph) < ph->decay_min_pages)
-        POOL_JSET(ph_journal(a), ph->decay_min_pages, unreturned(ph));
+    pool_journal_sh_t *j = ph_journal(a);
+    uint64_t now = unreturned(ph);
+    if (now < ph->decay_min_pages)
+        POOL_JSET(j, ph->decay_min_pages, now);
+    if (now > ph->decay_high_pages)
+        POOL_JSET(j, ph->decay_high_pages, now);
+    else if (ph->decay_high_pages - now > ph->decay_reuse_pages)
+        POOL_JSET(j, ph->decay_reuse_pages, ph->decay_high_pages - now);
+}
+
+/* Start a decay period at now with what is free and unreturned.
+ * REQUIRES: lock and an operation begun. */
+static void period_start(pool_arena_t *a, uint64_t now)
+{
+    pool_pageheap_sh_t *ph = a->ph;
+    pool_journal_sh_t *j = ph_journal(a);
+    POOL_JSET(j, ph->decay_start_ns, now);
+    POOL_JSET(j, ph->decay_min_pages, unreturned(ph));
+    POOL_JSET(j, ph->decay_high_pages, unreturned(ph));
+    POOL_JSET(j, ph->decay_reuse_pages, 0);
+}
+
+uint64_t pool_pageheap_cushion_(const pool_pageheap_sh_t *ph)
+{
+    uint64_t keep = ph->decay_reuse_pages;
+    for (unsigned i = 0; i < POOL_DECAY_WINDOW; i++)
+        if (ph->decay_reuse[i] > keep)
+            keep = ph->decay_reuse[i];
+    return keep;
 }
 
 /* Give a free span's pages back to the OS.  Returning pages twice (after
@@ -317,22 +349,23 @@ static void decay(pool_arena_t *a)
     uint64_t now = pool_atomic_load_relaxed(&j->xsince_ns);
     if (now - ph->decay_start_ns < POOL_DECAY_NS)
         return;
-    uint64_t due = ph->decay_min_pages > POOL_DECAY_KEEP_PAGES
-                       ? ph->decay_min_pages - POOL_DECAY_KEEP_PAGES
-                       : 0;
     pool_journal_begin_(j, POOL_OP_PH_RETURN);
+    uint64_t keep = pool_pageheap_cushion_(ph);
+    uint64_t due = ph->decay_min_pages > keep ? ph->decay_min_pages - keep : 0;
     if (due > 0)
-        return_longest(a, due, POOL_DECAY_KEEP_PAGES);
+        return_longest(a, due, keep);
     pool_journal_step_(j);
-    POOL_JSET(j, ph->decay_start_ns, now);
-    POOL_JSET(j, ph->decay_min_pages, unreturned(ph));
+    POOL_JSET(j, ph->decay_reuse[ph->decay_periods % POOL_DECAY_WINDOW], ph->decay_reuse_pages);
+    POOL_JSET(j, ph->decay_periods, ph->decay_periods + 1);
+    period_start(a, now);
     pool_journal_commit_(j);
 }
 
 bool pool_pageheap_decay_(pool_arena_t *a, const struct timespec *deadline)
 {
     pool_pageheap_sh_t *ph = a->ph;
-    if (!pool_lock_timed_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0, deadline))
+    if (!(deadline != NULL ? pool_lock_timed_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0, deadline)
+                           : pool_lock_try_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0)))
         return false;
     decay(a);
     pool_unlock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
@@ -347,7 +380,7 @@ void pool_pageheap_trim_(pool_arena_t *a)
     pool_journal_begin_(j, POOL_OP_PH_RETURN);
     return_longest(a, ph->free_pages, 0);
     pool_journal_step_(j);
-    POOL_JSET(j, ph->decay_min_pages, unreturned(ph));
+    period_start(a, ph->decay_start_ns);
     pool_journal_commit_(j);
     pool_unlock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
 }

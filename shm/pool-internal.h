@@ -150,9 +150,14 @@ void pool_pageheap_register_(void);
  * page-heap lock. */
 void pool_pageheap_trim_(pool_arena_t *a);
 /* End the decay period if it has run its course (pool_decay).  Takes the
- * page-heap lock by deadline (CLOCK_REALTIME); false, nothing done, when a
- * live holder kept it. */
+ * page-heap lock by deadline (CLOCK_REALTIME), or with deadline NULL only
+ * if no live holder keeps it; false, nothing done, when one kept it. */
 bool pool_pageheap_decay_(pool_arena_t *a, const struct timespec *deadline);
+/* The decay's cushion, in pages: the most free pages that were taken again
+ * while still mapped within the current period or one of the
+ * POOL_DECAY_WINDOW before; none after that many quiet periods.
+ * REQUIRES: page-heap lock. */
+uint64_t pool_pageheap_cushion_(const pool_pageheap_sh_t *ph);
 /* pool_pageheap_free_ for a caller that holds the page-heap lock. */
 void pool_pageheap_free_locked_(pool_arena_t *a, uint32_t span);
 /* Whether free spans l and r, r right after l, are one span: unless their
@@ -233,7 +238,9 @@ void pool_central_release_(pool_arena_t *a, unsigned cls, void *const *objs, uin
  * in twice its length (a class gone quiet would keep its empty spans): the
  * empty spans it kept throughout, but one, go to the page heap, marked
  * LEAVING for `tag` on their way.  Cheap when there is nothing to do.
- * Takes the class lock, then the page-heap lock with it dropped. */
+ * Tries the class lock, and does nothing when another holds it (the
+ * class is busy, and its own operations end its periods); then takes the
+ * page-heap lock with it dropped. */
 void pool_central_decay_(pool_arena_t *a, unsigned cls, uint16_t tag);
 /* Give up every span of class cls that tc, the calling thread's cache,
  * owns: its objects in them stay live, and its page map forgets them.
@@ -367,6 +374,9 @@ void pool_unlock_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, uns
 struct timespec;
 bool pool_lock_timed_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsigned arg,
                       const struct timespec *deadline);
+/* pool_lock_ that never sleeps: false, lock not taken, when a live holder
+ * keeps it past a few tries (housekeeping, which waits on nobody). */
+bool pool_lock_try_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, unsigned arg);
 /* The CLOCK_REALTIME instant ms milliseconds from now, as pool_lock_timed_
  * wants it. */
 struct timespec pool_deadline_in_(unsigned ms);
@@ -758,6 +768,9 @@ unsigned pool_reap_dead_(pool_arena_t *a);
 /* True while a slot is marked dead and not yet reaped: a reap that could
  * not take the locks in time left it.  Reads only. */
 bool pool_reap_left_(pool_arena_t *a);
+/* pool_decay, waiting POOL_WAIT_MS at most for the page-heap lock (wait)
+ * or not at all.  0, or EAGAIN when a live holder kept the lock. */
+int pool_decay_(bool wait);
 /* pool_reap_dead_ once a period (POOL_REAP_PERIOD_NS) across the arena:
  * the first slow path past the due time does it.  REQUIRES: no pool lock
  * held. */

@@ -76,12 +76,13 @@
  * reused within a period are never returned, so a churn does not fault
  * its own memory back in. */
 #define POOL_DECAY_NS UINT64_C(1000000000)
-#define POOL_DECAY_KEEP_PAGES ((size_t)(2u << 20) >> POOL_PAGE_SHIFT)
+/* Decay periods whose reuse the page heap's cushion follows. */
+#define POOL_DECAY_WINDOW 4u
 
 #define POOL_MAGIC UINT64_C(0x6c6f6f706d687373) /* "sshmpool" little-endian */
 /* Bumped whenever a shared structure changes shape.  Debug and spin builds
  * change the span and lock layouts, so they are folded into the version. */
-#define POOL_LAYOUT_VERSION 11u
+#define POOL_LAYOUT_VERSION 12u
 
 /* ------------------------------------------------------------------------ */
 /* Locks                                                                     */
@@ -275,6 +276,12 @@ typedef struct pool_pageheap_sh_s {
     /* decay (POOL_DECAY_NS), written under the lock */
     uint64_t decay_start_ns;  /* monotonic start of the current period */
     uint64_t decay_min_pages; /* fewest free, unreturned pages seen in it */
+    uint64_t decay_high_pages;  /* most free, unreturned pages seen in it so far */
+    uint64_t decay_reuse_pages; /* most of them taken again since that high */
+    /* decay_reuse_pages of the periods ended, that of period p at
+     * [p % POOL_DECAY_WINDOW] */
+    uint64_t decay_reuse[POOL_DECAY_WINDOW];
+    uint64_t decay_periods;   /* periods ended (counter) */
     uint64_t decayed_pages;   /* pages returned by decay (counter) */
 } pool_pageheap_sh_t;
 

@@ -450,6 +450,11 @@ int pool_reap(pid_t pid, pool_reap_report_t *out)
 
 int pool_decay(void)
 {
+    return pool_decay_(true);
+}
+
+int pool_decay_(bool wait)
+{
     pool_arena_t *a = &pool_arena_;
     if (a->hdr == NULL || pool_arena_copied_())
         return 0;
@@ -460,5 +465,5 @@ int pool_decay(void)
     if (pool_prim_now_coarse_ns_() - start < 2 * POOL_DECAY_NS)
         return 0;
     struct timespec deadline = pool_deadline_in_(POOL_WAIT_MS);
-    return pool_pageheap_decay_(a, &deadline) ? 0 : EAGAIN;
+    return pool_pageheap_decay_(a, wait ? &deadline : NULL) ? 0 : EAGAIN;
 }

@@ -264,10 +264,44 @@ START_TEST(test_decay_returns_what_stayed_free)
     a->ph->decay_start_ns -= POOL_DECAY_NS;
     one = take(1);
     ck_assert_uint_gt(a->ph->madvises, madv);
-    ck_assert_uint_ge(a->ph->returned_pages + POOL_DECAY_KEEP_PAGES, n - 1);
+    /* The cushion: the one page taken again in a period. */
+    ck_assert_uint_ge(a->ph->returned_pages + 2, n - 1);
     ck_assert_uint_ge(a->ph->decayed_pages, a->ph->returned_pages);
     pool_test_assert_consistent();
     pool_pageheap_free_(a, one);
+    pool_pageheap_free_(a, guard);
+    pool_test_assert_consistent();
+}
+END_TEST
+
+/* The cushion follows reuse: pages freed and taken again while mapped
+ * stay mapped through POOL_DECAY_WINDOW quiet periods after it, however
+ * many, and go back after that; a heap that never took freed pages again
+ * keeps none.  Each period is ended by moving its start back. */
+START_TEST(test_cushion_follows_reuse)
+{
+    pool_arena_t *a = &pool_arena_;
+    uint32_t n = (uint32_t)((3u << 20) / POOL_PAGE_SIZE);
+    uint32_t guard = take(1);
+    pool_pageheap_trim_(a);
+    ck_assert_uint_eq(pool_pageheap_cushion_(a->ph), 0);
+    uint32_t s = take(n);
+    pool_pageheap_free_(a, s);
+    s = take(n);
+    ck_assert_uint_ge(pool_pageheap_cushion_(a->ph), n);
+    pool_pageheap_free_(a, s);
+    for (unsigned i = 0; i < POOL_DECAY_WINDOW; i++) {
+        a->ph->decay_start_ns -= 2 * POOL_DECAY_NS;
+        pool_decay();
+        ck_assert_uint_ge(a->ph->free_pages - a->ph->returned_pages, n);
+    }
+    a->ph->decay_start_ns -= 2 * POOL_DECAY_NS;
+    pool_decay();
+    ck_assert_uint_eq(pool_pageheap_cushion_(a->ph), 0);
+    a->ph->decay_start_ns -= 2 * POOL_DECAY_NS;
+    pool_decay();
+    ck_assert_uint_eq(a->ph->free_pages, a->ph->returned_pages);
+    pool_test_assert_consistent();
     pool_pageheap_free_(a, guard);
     pool_test_assert_consistent();
 }
@@ -292,12 +326,14 @@ START_TEST(test_burst_kept_until_decay)
     ck_assert_uint_eq(a->ph->returned_pages, 0);
     pool_decay(); /* the period is not over */
     ck_assert_uint_eq(a->ph->returned_pages, 0);
-    /* A quiet period, run twice its length: the burst stayed free through
-     * it. */
-    a->ph->decay_start_ns -= 2 * POOL_DECAY_NS;
-    a->ph->decay_min_pages = a->ph->free_pages;
-    pool_decay();
-    ck_assert_uint_ge(a->ph->returned_pages, big - POOL_DECAY_KEEP_PAGES);
+    /* Quiet periods, each run twice its length: the burst stayed free
+     * through them, and once the cushion has forgotten its reuse it goes
+     * back. */
+    for (unsigned i = 0; i <= POOL_DECAY_WINDOW + 1; i++) {
+        a->ph->decay_start_ns -= 2 * POOL_DECAY_NS;
+        pool_decay();
+    }
+    ck_assert_uint_ge(a->ph->returned_pages, big);
     ck_assert_uint_gt(a->ph->madvises, madv);
     pool_test_assert_consistent();
     pool_pageheap_free_(a, guard);
@@ -369,6 +405,7 @@ Suite *make_pageheap_suite(void)
     tcase_add_test(tc, test_release_to_os);
     tcase_add_test(tc, test_decay_returns_what_stayed_free);
     tcase_add_test(tc, test_burst_kept_until_decay);
+    tcase_add_test(tc, test_cushion_follows_reuse);
     tcase_add_test(tc, test_exhaustion_falls_back);
     tcase_add_test(tc, test_lock_hold_counted);
     suite_add_tcase(s, tc);

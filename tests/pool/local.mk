@@ -30,6 +30,8 @@ tests_check_pool_LDADD = shm/libshmpool_core.la $(CHECK_LIBS)
 #                         (tests/isolation)
 #   waitstopped.sh        waits that return while a child sleeps stopped in
 #                         the page-heap lock (tests/waitstopped)
+#   giveback.sh           a quiet preloaded worker gives back what a burst
+#                         left, without a call of its own (tests/giveback)
 #   foreign.sh            programs linked to jemalloc, mimalloc, tcmalloc
 #                         (tests/foreign_*, built where configure found the
 #                         library) under the preload, in every mode
@@ -37,11 +39,11 @@ tests_check_pool_LDADD = shm/libshmpool_core.la $(CHECK_LIBS)
 # tests/programs/; every program is built as tests/NAME.
 # ---------------------------------------------------------------------------
 check_PROGRAMS += tests/check_override tests/prefork tests/reapretry tests/isolation \
-	tests/waitstopped
+	tests/waitstopped tests/giveback
 TESTS += tests/check_override tests/pool/preload.sh tests/pool/stat.sh tests/pool/reapretry.sh \
-	tests/pool/isolation.sh tests/pool/waitstopped.sh
+	tests/pool/isolation.sh tests/pool/waitstopped.sh tests/pool/giveback.sh
 EXTRA_DIST += tests/pool/preload.sh tests/pool/stat.sh tests/pool/reapretry.sh \
-	tests/pool/isolation.sh tests/pool/waitstopped.sh
+	tests/pool/isolation.sh tests/pool/waitstopped.sh tests/pool/giveback.sh
 tests_check_pool_SOURCES += tests/pool/check_stress.c tests/pool/check_fork.c tests/programs/pattern.h
 tests_check_pool_SOURCES += tests/pool/check_lifecycle.c
 tests_check_override_SOURCES = tests/pool/check_override.c tests/programs/pattern.h
@@ -76,6 +78,9 @@ tests_isolation_SOURCES = tests/pool/isolation.c tests/programs/pattern.h \
 	tests/programs/preloaded.h
 tests_isolation_CFLAGS = $(TEST_CFLAGS) -fno-builtin
 tests_waitstopped_SOURCES = tests/pool/waitstopped.c tests/programs/preloaded.h
+tests_giveback_SOURCES = tests/programs/giveback.c tests/programs/preloaded.h
+# -fno-builtin: the compiler must not drop the quiet ticks' malloc/free pairs.
+tests_giveback_CFLAGS = $(TEST_CFLAGS) -fno-builtin
 # --- end of the contract, stress, fork and preload tests --------------------
 
 # Crash safety, in a program of its own: processes killed anywhere or at

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* For test programs that are not linked with libshmpool and run under
- * LD_PRELOAD=libshmpool.so SHMPOOL_MODE=children (tests/programs/prefork.c
- * and forkcontract.c; tests/pool/isolation.c, reapretry.c and
+ * LD_PRELOAD=libshmpool.so SHMPOOL_MODE=children (tests/programs/prefork.c,
+ * forkcontract.c and giveback.c; tests/pool/isolation.c, reapretry.c and
  * waitstopped.c): the two pool calls they ask, found with dlsym so that a
  * program run without the library fails instead of passing on glibc, and
  * a child that holds blocks until it is killed, and its start.  Header
