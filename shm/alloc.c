@@ -119,8 +119,12 @@ static void housekeep(void)
         return;
     uint64_t now = pool_prim_now_coarse_ns_();
     uint64_t since = now - housekept_ns;
-    if (since < POOL_DECAY_NS)
+    /* A thread's first slow path starts its clock: its cache is new. */
+    if (housekept_ns == 0 || since < POOL_DECAY_NS) {
+        if (housekept_ns == 0)
+            housekept_ns = now;
         return;
+    }
     housekept_ns = now;
     if (since >= 2 * POOL_DECAY_NS)
         pool_thread_flush();
