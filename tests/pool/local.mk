@@ -32,6 +32,8 @@ tests_check_pool_LDADD = shm/libshmpool_core.la $(CHECK_LIBS)
 #                         the page-heap lock (tests/waitstopped)
 #   giveback.sh           a quiet preloaded worker gives back what a burst
 #                         left, without a call of its own (tests/giveback)
+#   children.sh           the body of waitstopped.sh and giveback.sh: a
+#                         program under SHMPOOL_MODE=children, its verdict
 #   foreign.sh            programs linked to jemalloc, mimalloc, tcmalloc
 #                         (tests/foreign_*, built where configure found the
 #                         library) under the preload, in every mode
@@ -43,7 +45,8 @@ check_PROGRAMS += tests/check_override tests/prefork tests/reapretry tests/isola
 TESTS += tests/check_override tests/pool/preload.sh tests/pool/stat.sh tests/pool/reapretry.sh \
 	tests/pool/isolation.sh tests/pool/waitstopped.sh tests/pool/giveback.sh
 EXTRA_DIST += tests/pool/preload.sh tests/pool/stat.sh tests/pool/reapretry.sh \
-	tests/pool/isolation.sh tests/pool/waitstopped.sh tests/pool/giveback.sh
+	tests/pool/isolation.sh tests/pool/waitstopped.sh tests/pool/giveback.sh \
+	tests/pool/children.sh
 tests_check_pool_SOURCES += tests/pool/check_stress.c tests/pool/check_fork.c tests/programs/pattern.h
 tests_check_pool_SOURCES += tests/pool/check_lifecycle.c
 tests_check_override_SOURCES = tests/pool/check_override.c tests/programs/pattern.h

@@ -47,19 +47,6 @@ static void on_alarm(int sig)
     _exit(1);
 }
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-    nanosleep(&ts, NULL);
-}
-
-static long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* A wait bounded by SIGALRM: what names it in the failure line. */
 static pid_t bounded_wait(const char *what, pid_t pid, int *st, int options)
 {

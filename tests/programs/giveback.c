@@ -38,19 +38,6 @@
 
 static int (*usage_p)(pool_usage_t *);
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-    nanosleep(&ts, NULL);
-}
-
-static long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* What the worker's page tables map of the arena (its memfd's Rss), in
  * bytes: the metadata it touched and the data pages it has not given
  * back.  pool_usage's free pages cannot tell it: a span freed next to

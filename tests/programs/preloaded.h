@@ -4,8 +4,8 @@
  * forkcontract.c and giveback.c; tests/pool/isolation.c, reapretry.c and
  * waitstopped.c): the two pool calls they ask, found with dlsym so that a
  * program run without the library fails instead of passing on glibc, and
- * a child that holds blocks until it is killed, and its start.  Header
- * only.
+ * a child that holds blocks until it is killed, and its start; a sleep
+ * and a clock in milliseconds.  Header only.
  */
 #ifndef TESTS_PRELOADED_H
 #define TESTS_PRELOADED_H
@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
 static bool (*pool_owns_p)(const void *);
@@ -76,6 +77,20 @@ static inline pid_t preloaded_start_holder(int ready[2])
     if (pid < 0 || read(ready[0], &c, 1) != 1)
         return -1;
     return pid;
+}
+
+static inline void sleep_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+/* The monotonic clock in milliseconds, for a test's deadlines. */
+static inline long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 #endif /* TESTS_PRELOADED_H */
