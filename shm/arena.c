@@ -53,6 +53,7 @@ static uint64_t layout_for(uint32_t npages, pool_layout_sh_t *l)
     l->off_central = carve(&off, sizeof(pool_central_sh_t) * POOL_NCLASSES, 64);
     l->off_centralstats = carve(&off, sizeof(pool_centralstats_sh_t) * POOL_NCLASSES, 64);
     l->off_lockstats = carve(&off, sizeof(pool_lockstats_sh_t) * (1 + POOL_NCLASSES), 64);
+    l->off_watch = carve(&off, sizeof(pool_lockwatch_sh_t) * (1 + POOL_NCLASSES), 64);
     l->off_pageheap = carve(&off, sizeof(pool_pageheap_sh_t), 64);
     /* Every slot's state is read by whoever looks for a free or a dead
      * one, and a read touches a page of the arena for good: the states sit
@@ -108,6 +109,7 @@ static void arena_view(pool_arena_t *a, pool_header_sh_t *h)
     a->central = (pool_central_sh_t *)(b + h->layout.off_central);
     a->cstats = (pool_centralstats_sh_t *)(b + h->layout.off_centralstats);
     a->lockstats = (pool_lockstats_sh_t *)(b + h->layout.off_lockstats);
+    a->watch = (pool_lockwatch_sh_t *)(b + h->layout.off_watch);
     a->ph = (pool_pageheap_sh_t *)(b + h->layout.off_pageheap);
     a->spans = (pool_span_sh_t *)(b + h->layout.off_spans);
     a->pm_class = (uint8_t *)(b + h->layout.off_pm_class);

@@ -356,7 +356,8 @@ static void decay_empties(pool_arena_t *a, unsigned cls, uint16_t tag, uint32_t 
     /* The lock wrapper noted the time it took the mutex; a spin lock
      * does not. */
     uint64_t now = pool_config_spin ? pool_prim_now_coarse_ns_()
-                                    : pool_atomic_load_relaxed(&j->xsince_ns);
+                                    : pool_atomic_load_relaxed(
+                                          &pool_lock_watch_(a, POOL_LOCK_CENTRAL, cls)->xsince_ns);
     if (now - c->decay_start_ns < POOL_DECAY_NS)
         return;
     uint32_t due = c->nempty_min > 1 ? c->nempty_min - 1 : 0;

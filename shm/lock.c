@@ -60,6 +60,11 @@ pool_journal_sh_t *pool_lock_journal_(pool_arena_t *a, pool_lock_kind_t kind, un
     return &a->journals[lock_index(kind, arg)];
 }
 
+pool_lockwatch_sh_t *pool_lock_watch_(pool_arena_t *a, pool_lock_kind_t kind, unsigned arg)
+{
+    return &a->watch[lock_index(kind, arg)];
+}
+
 static int self_pid(void)
 {
     int pid = pool_self_pid_;
@@ -69,11 +74,11 @@ static int self_pid(void)
 }
 
 /* The watchdog's view: who holds the lock, since when. */
-static void mark_held(pool_journal_sh_t *j)
+static void mark_held(pool_lockwatch_sh_t *w)
 {
-    pool_atomic_store_release(&j->xsince_ns, pool_prim_now_coarse_ns_());
-    pool_atomic_store_release(&j->xholder, self_pid());
-    pool_atomic_store_release(&j->xcpu, pool_prim_cpu_());
+    pool_atomic_store_release(&w->xsince_ns, pool_prim_now_coarse_ns_());
+    pool_atomic_store_release(&w->xholder, self_pid());
+    pool_atomic_store_release(&w->xcpu, pool_prim_cpu_());
 }
 
 /* Stats builds: an acquisition, the wait when the first try failed (since
@@ -149,7 +154,7 @@ static void recover(pool_arena_t *a, pool_lock_kind_t kind, unsigned arg)
     pool_journal_sh_t *j = pool_lock_journal_(a, kind, arg);
     uint32_t op = j->op;
     uint64_t gen = j->gen;
-    int dead = pool_atomic_load_relaxed(&j->xholder);
+    int dead = pool_atomic_load_relaxed(&pool_lock_watch_(a, kind, arg)->xholder);
     bool clean = pool_journal_undo_(a, j);
     bool failed = ops->verify != NULL && (!clean || !ops->verify(a, arg));
     if (ops->verify == NULL || failed)
@@ -195,10 +200,10 @@ struct timespec pool_deadline_in_(unsigned ms)
 /* Whether the lock's holder has kept it for POOL_WAIT_MS already: stuck
  * (stopped, or looping), as far as a caller with a deadline is concerned.
  * holder before since: a newer holder only makes since newer. */
-static bool held_too_long(const pool_journal_sh_t *j)
+static bool held_too_long(const pool_lockwatch_sh_t *w)
 {
-    int holder = pool_atomic_load_acquire(&j->xholder);
-    uint64_t since = pool_atomic_load_acquire(&j->xsince_ns);
+    int holder = pool_atomic_load_acquire(&w->xholder);
+    uint64_t since = pool_atomic_load_acquire(&w->xsince_ns);
     uint64_t now = pool_prim_now_coarse_ns_();
     return holder != 0 && now > since && now - since >= (uint64_t)POOL_WAIT_MS * 1000000u;
 }
@@ -224,17 +229,17 @@ static bool acquire(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, u
         contended = true;
         if (pool_config_stats)
             t0 = pool_prim_now_ns_();
-        const pool_journal_sh_t *j = pool_lock_journal_(a, kind, arg);
+        const pool_lockwatch_sh_t *w = pool_lock_watch_(a, kind, arg);
         int cpu = pool_prim_cpu_();
         for (unsigned i = 0; i < POOL_LOCK_SPINS && rc == EBUSY; i++) {
-            if (cpu >= 0 && pool_atomic_load_relaxed(&j->xcpu) == cpu)
+            if (cpu >= 0 && pool_atomic_load_relaxed(&w->xcpu) == cpu)
                 break;
             for (unsigned k = 0; k < 4; k++)
                 cpu_relax();
             rc = pthread_mutex_trylock(&l->mutex);
         }
     }
-    if (rc == EBUSY && deadline != NULL && held_too_long(pool_lock_journal_(a, kind, arg)))
+    if (rc == EBUSY && deadline != NULL && held_too_long(pool_lock_watch_(a, kind, arg)))
         return false;
     if (rc == EBUSY) {
         rc = deadline != NULL ? pthread_mutex_timedlock(&l->mutex, deadline)
@@ -248,7 +253,7 @@ static bool acquire(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, u
     } else if (pool_unlikely(rc != 0)) {
         pool_fatal_("pthread_mutex_lock on a pool lock failed: error %d", rc);
     }
-    mark_held(pool_lock_journal_(a, kind, arg));
+    mark_held(pool_lock_watch_(a, kind, arg));
     if (pool_config_stats)
         count_acquired(&a->lockstats[lock_index(kind, arg)], contended, t0);
     if (pool_config_debug > 0) {
@@ -287,7 +292,7 @@ void pool_unlock_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, uns
         pool_atomic_store_release(&l->xspin, 0);
         return;
     }
-    pool_atomic_store_release(&pool_lock_journal_(a, kind, arg)->xholder, 0);
+    pool_atomic_store_release(&pool_lock_watch_(a, kind, arg)->xholder, 0);
     pthread_mutex_unlock(&l->mutex);
 }
 

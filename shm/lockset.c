@@ -81,10 +81,10 @@ pid_t pool_lock_stalled(unsigned min_ms)
         return 0;
     uint64_t now = pool_prim_now_coarse_ns_(), bound = (uint64_t)min_ms * 1000000u;
     for (unsigned i = 0; i < 1 + POOL_NCLASSES; i++) {
-        pool_journal_sh_t *j = &a->journals[i];
+        pool_lockwatch_sh_t *w = &a->watch[i];
         /* holder before since: a newer holder only makes since newer. */
-        int holder = pool_atomic_load_acquire(&j->xholder);
-        uint64_t since = pool_atomic_load_acquire(&j->xsince_ns);
+        int holder = pool_atomic_load_acquire(&w->xholder);
+        uint64_t since = pool_atomic_load_acquire(&w->xsince_ns);
         if (holder != 0 && now > since && now - since >= bound)
             return holder;
     }

@@ -346,7 +346,7 @@ static void decay(pool_arena_t *a)
 {
     pool_pageheap_sh_t *ph = a->ph;
     pool_journal_sh_t *j = ph_journal(a);
-    uint64_t now = pool_atomic_load_relaxed(&j->xsince_ns);
+    uint64_t now = pool_atomic_load_relaxed(&pool_lock_watch_(a, POOL_LOCK_PAGEHEAP, 0)->xsince_ns);
     if (now - ph->decay_start_ns < POOL_DECAY_NS)
         return;
     pool_journal_begin_(j, POOL_OP_PH_RETURN);

@@ -382,6 +382,8 @@ bool pool_lock_try_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, u
 struct timespec pool_deadline_in_(unsigned ms);
 /* The journal of the lock (kind, arg). */
 pool_journal_sh_t *pool_lock_journal_(pool_arena_t *a, pool_lock_kind_t kind, unsigned arg);
+/* The watchdog's view of a lock: who holds it, since when, on which CPU. */
+pool_lockwatch_sh_t *pool_lock_watch_(pool_arena_t *a, pool_lock_kind_t kind, unsigned arg);
 
 /* Life locks: the robust mutex each slot's holder keeps locked for life
  * (pool_slot_sh_t).  Never taken through pool_lock_, never blocked on but

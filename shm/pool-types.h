@@ -82,7 +82,7 @@
 #define POOL_MAGIC UINT64_C(0x6c6f6f706d687373) /* "sshmpool" little-endian */
 /* Bumped whenever a shared structure changes shape.  Debug and spin builds
  * change the span and lock layouts, so they are folded into the version. */
-#define POOL_LAYOUT_VERSION 12u
+#define POOL_LAYOUT_VERSION 13u
 
 /* ------------------------------------------------------------------------ */
 /* Locks                                                                     */
@@ -136,22 +136,30 @@ typedef struct pool_undo_sh_s {
  * NONE.  A process that gets EOWNERDEAD rolls the entries back in reverse
  * order: exactly the dead owner's unfinished operation is undone.  Rolling
  * back twice restores the same values, so a recoverer that dies is simply
- * recovered again.  holder/since let a watchdog find a lock held too long;
- * they are written after the lock is taken and cleared before it is given
- * back. */
+ * recovered again. */
 typedef struct pool_journal_sh_s {
     uint64_t gen;       /* operations begun under this lock */
     uint32_t op;        /* pool_op_t in progress, POOL_OP_NONE when committed */
     uint32_t n;         /* undo entries in use */
     uint32_t step;      /* n when the current step began */
-    int32_t xholder;    /* pid holding the lock, 0 when free (atomic) */
-    uint64_t xsince_ns; /* monotonic time it was taken (atomic) */
-    uint64_t rolled_back; /* operations undone after a dead owner */
-    int32_t xcpu;       /* CPU the holder (when free: the last) took it on (atomic) */
     uint32_t pad32_;
-    uint64_t pad_[2];
+    uint64_t rolled_back; /* operations undone after a dead owner */
+    uint64_t pad_[4];
     pool_undo_sh_t undo[POOL_JOURNAL_MAX];
 } __attribute__((aligned(64))) pool_journal_sh_t;
+
+/* Who holds one lock and since when, for a watchdog to find a lock held too
+ * long: written after the lock is taken and cleared before it is given
+ * back.  Apart from the journals, which a lock's holder alone writes:
+ * whoever watches reads every lock's, and a read puts the page it is on in
+ * memory for good, so the watch of every lock fits in a few pages where
+ * the journals' first lines would take one page each.  A line each, as
+ * every acquisition writes it. */
+typedef struct pool_lockwatch_sh_s {
+    int32_t xholder;    /* pid holding the lock, 0 when free (atomic) */
+    int32_t xcpu;       /* CPU the holder (when free: the last) took it on (atomic) */
+    uint64_t xsince_ns; /* monotonic time it was taken (atomic) */
+} __attribute__((aligned(64))) pool_lockwatch_sh_t;
 
 /* Counters of one lock, updated while it is held (no atomics needed). */
 typedef struct pool_lockstats_sh_s {
@@ -441,7 +449,7 @@ typedef struct pool_slot_sh_s {
 /* Where each region of the arena starts: byte offsets from base, as
  * arena.c lays them out for a number of data pages. */
 typedef struct pool_layout_sh_s {
-    uint64_t off_slots, off_tcaches, off_central, off_centralstats, off_lockstats;
+    uint64_t off_slots, off_tcaches, off_central, off_centralstats, off_lockstats, off_watch;
     uint64_t off_pageheap, off_spans, off_pm_class, off_pm_span, off_data;
     uint64_t off_journals, off_owners, off_crash;
 } pool_layout_sh_t;
@@ -471,6 +479,7 @@ typedef struct pool_arena_s {
     pool_central_sh_t *central;      /* [POOL_NCLASSES] */
     pool_centralstats_sh_t *cstats;  /* [POOL_NCLASSES] */
     pool_lockstats_sh_t *lockstats;  /* [1 + POOL_NCLASSES]: page heap, classes */
+    pool_lockwatch_sh_t *watch;      /* [1 + POOL_NCLASSES]: page heap, classes */
     pool_pageheap_sh_t *ph;
     pool_span_sh_t *spans;           /* [npages] */
     uint8_t *pm_class;               /* [npages] */

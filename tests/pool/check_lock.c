@@ -127,7 +127,7 @@ START_TEST(test_repair_undoes_then_verifies)
     ck_assert_uint_eq(seen->arg, 0);
     ck_assert_uint_eq(seen->rebuilt, 0);
     ck_assert_uint_eq(ph_journal()->op, POOL_OP_NONE);
-    ck_assert_int_eq(ph_journal()->xholder, getpid());
+    ck_assert_int_eq(pool_lock_watch_(&pool_arena_, POOL_LOCK_PAGEHEAP, 0)->xholder, getpid());
     ck_assert_uint_eq(pool_arena_.crash->xrecoveries, recoveries + 1);
     ck_assert_uint_eq(pool_arena_.crash->xrebuilds, rebuilds);
     ck_assert_uint_eq(pool_arena_.lockstats[0].recoveries, 1);
