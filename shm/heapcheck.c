@@ -302,10 +302,12 @@ static bool check_slots(chk_t *c)
                 if (off % s->objsize != 0 || oi >= s->count)
                     return fail(c, "slot %u class %u: cached %p is not an object boundary", i,
                                 cls, p);
-                if ((s->holder == i + 1) == (remote == 1))
-                    return fail(c, "slot %u class %u: %p is on its %s list, its span %s", i,
-                                cls, p, remote ? "remote" : "cache",
-                                remote ? "is the slot's" : "is not the slot's");
+                /* A remote list may hold a block of a span the slot has
+                 * taken over since it freed the block there: it goes back
+                 * to its span all the same. */
+                if (!remote && s->holder != i + 1)
+                    return fail(c, "slot %u class %u: %p is in its cache, its span is not the "
+                                "slot's", i, cls, p);
                 if (!(s->bitmap[oi / 64] & (UINT64_C(1) << (oi % 64))))
                     return fail(c, "slot %u class %u: cached %p is free in its span", i, cls, p);
 #if POOL_CONFIG_DEBUG > 0

@@ -512,6 +512,55 @@ START_TEST(test_remote_free_goes_back_to_owner)
 }
 END_TEST
 
+/* Thread B holds A's blocks on its remote list when A gives their span up
+ * (a flush) and B takes the span over: the blocks wait on B's remote list
+ * for a span that is now B's own, which the heap check takes as it is. */
+typedef struct takeover_s {
+    remote_t r;
+    volatile int step; /* 1: B freed the blocks; 2: A flushed */
+    pool_span_sh_t *span;
+    uint16_t holder;   /* the span's holder after B's fetch */
+    char msg[200];
+    int check;         /* pool_check's answer in B */
+} takeover_t;
+
+static void *takeover_body(void *arg)
+{
+    takeover_t *t = arg;
+    remote_free_body(&t->r);
+    t->step = 1;
+    while (t->step != 2)
+        sched_yield();
+    void *p = pool_malloc(64);
+    t->holder = t->span->holder;
+    t->check = pool_check(t->msg, sizeof t->msg);
+    pool_free(p);
+    return NULL;
+}
+
+START_TEST(test_remote_list_of_a_span_taken_over)
+{
+    static takeover_t t;
+    memset(&t, 0, sizeof t);
+    for (int i = 0; i < REMOTE_N; i++)
+        t.r.blocks[i] = pool_malloc(64);
+    uint32_t oi;
+    t.span = pool_object_span_(&pool_arena_, t.r.blocks[0], &oi);
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, takeover_body, &t), 0);
+    while (t.step != 1)
+        sched_yield();
+    pool_thread_flush();
+    ck_assert_uint_eq(t.span->holder, 0);
+    t.step = 2;
+    ck_assert_int_eq(pthread_join(th, NULL), 0);
+    ck_assert_uint_ne(t.holder, 0);
+    ck_assert_uint_ne(t.holder, pool_slot() + 1);
+    ck_assert_msg(t.check == 0, "pool_check in the thread that took the span over: %s", t.msg);
+    pool_test_assert_consistent();
+}
+END_TEST
+
 static void *remote_pending_body(void *arg)
 {
     remote_t *r = arg;
@@ -578,6 +627,7 @@ Suite *make_tcache_suite(void)
     tcase_add_test(tc, test_fork_child_detaches);
     tcase_add_test(tc, test_stats_json);
     tcase_add_test(tc, test_remote_free_goes_back_to_owner);
+    tcase_add_test(tc, test_remote_list_of_a_span_taken_over);
     tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);
 
