@@ -4,7 +4,9 @@
 #   gnuplot -e "data='F.dat'; out='F.png'; ttl='...'; ylab='...'; kind='lines'" ab-plot.gp
 # kind=lines: one line per series against concurrency (log x, since the
 # ladder is 50, 200, 1000); kind=bars: clustered bars per size class;
-# kind=time: one line per series against seconds (the footprint's samples).
+# kind=time: one line per series against seconds (the footprint's samples);
+# kind=workers: pairs of series against the number of workers (log x), each
+# pair in one colour, the first solid, the second dashed.
 
 set terminal pngcairo size 900,520 font ",10"
 set output out
@@ -22,16 +24,23 @@ if (kind eq "lines") {
     set logscale x
     plot for [i=2:ncols] data using 1:i:xtic(1) with linespoints lw 2 pt 7 title columnheader(i)
 } else {
-    if (kind eq "time") {
-        set xlabel "seconds"
-        set grid xtics
-        plot for [i=2:ncols] data using 1:i with lines lw 2 title columnheader(i)
+    if (kind eq "workers") {
+        set xlabel "workers"
+        set logscale x 2
+        plot for [i=2:ncols] data using 1:i:xtic(1) with linespoints lw 2 pt 7 \
+            lc i / 2 dt 1 + i % 2 title columnheader(i)
     } else {
-        set xlabel "size class, bytes"
-        set style data histograms
-        set style histogram clustered gap 1
-        set style fill solid 0.8 border -1
-        set xtics rotate by -45
-        plot for [i=2:ncols] data using i:xtic(1) title columnheader(i)
+        if (kind eq "time") {
+            set xlabel "seconds"
+            set grid xtics
+            plot for [i=2:ncols] data using 1:i with lines lw 2 title columnheader(i)
+        } else {
+            set xlabel "size class, bytes"
+            set style data histograms
+            set style histogram clustered gap 1
+            set style fill solid 0.8 border -1
+            set xtics rotate by -45
+            plot for [i=2:ncols] data using i:xtic(1) title columnheader(i)
+        }
     }
 }

@@ -16,8 +16,8 @@ bench/ab is the command line; what it runs lives here, one concern a module:
   ladder.py    the contention ladder: N workers as processes against N as
                threads, thread-cache sizes, mutex against spin builds; its
                arms and cells, run by the passes above
-  footprint.py the whole server's PSS: after each cell, and over time in
-               the skewed-burst pass
+  footprint.py the whole server's PSS: after each cell, over time in the
+               skewed-burst pass, and against the workers in the scaling pass
   meta.py      machine.json and settings.json: what ran, where, how
   plots.py     the gnuplot PNGs
   report.py    report.md from a results directory

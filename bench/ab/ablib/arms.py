@@ -56,6 +56,11 @@ class Arm:
         return int(given[-1]) if given else None     # poold takes the last
 
     @property
+    def plain(self):
+        """Whether the arm is an allocator and nothing else: no flags of its own."""
+        return not self.flags
+
+    @property
     def region(self):
         return "--request-region" in self.flags
 

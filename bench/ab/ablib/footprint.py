@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Memory footprint: the whole server's PSS, after each workload of the
-timed pass and over time in the skewed-burst scenario.
+timed pass, over time in the skewed-burst scenario, and in the scaling
+series, the same scenario at several worker counts.
 
 A server's footprint is the sum of Pss over its master and workers
 (/proc/PID/smaps_rollup).  The kernel divides a page among the processes
@@ -52,6 +53,12 @@ ROLLUP_KEYS = {"Pss": "pss_kb", "Pss_Anon": "pss_anon_kb", "Pss_Shmem": "pss_shm
 PSS_FIELDS = list(ROLLUP_KEYS.values())
 MEMORY_FIELDS = ["arm", "procs"] + PSS_FIELDS     # after the cell's coordinates
 FOOTPRINT_FIELDS = ["arm", "sample", "t_s", "phase", "worker", "proc", "pid"] + PSS_FIELDS
+# The scaling series' settled footprints: this many seconds after the last
+# burst ended.
+SETTLED_S = (5, 30)
+SCALING_FIELDS = ["arm", "workers", "idle_kib", "peak_kib"] + [f"settled{q}_kib"
+                                                                for q in SETTLED_S]
+SCALING_SERIES_FIELDS = ["arm", "workers", "t_s", "phase", "pss_kb", "lazyfree_kb"]
 BURST_FIELDS = ["arm", "workers", "scale", "requests", "conns", "period_s", "settle_s",
                 "trickle_rps", "sample_s", "arena_used_kb", "arena_returned_kb"]
 
@@ -206,9 +213,54 @@ class Trickle:
             raise AbError(f"trickle failed: {self.errors[0]}")
 
 
-def burst_plan_s(a):
-    """Seconds one arm's scenario lasts, start-up and pinning aside."""
-    return BASELINE_S + a.burst_workers * a.burst_period + a.burst_settle
+def burst_plan_s(a, workers=None, settle=None):
+    """Seconds one arm's scenario lasts, start-up and pinning aside: W
+    workers (the burst pass's by default) and the quiet after them."""
+    workers = a.burst_workers if workers is None else workers
+    settle = a.burst_settle if settle is None else settle
+    return BASELINE_S + workers * a.burst_period + settle
+
+
+def scenario(a, arm, workers, settle, tmpdir, tag):
+    """The skewed burst on one arm with `workers` workers, `settle` seconds
+    of quiet after the last burst: the sampler's rows, and the pool's arena
+    from /stats at the end ({} for another allocator)."""
+    path = f"/heavy?n={a.burst_scale}"
+    # Each arm's own -w, and connections that outlive the quiet periods.
+    idle = str(min(3600, int(burst_plan_s(a, workers, settle)) + 60))
+    arm = dataclasses.replace(arm, arm=arm.arm.derive(arm.name,
+                                                      ["-w", str(workers), "--idle-timeout", idle]))
+    s = Server(a, arm, tmpdir, tag)
+    try:
+        # One more connection per worker for the trickle, the last.
+        pinned = pin_connections(s, workers, BURST_CONNS + bool(a.burst_trickle))
+        trickle = (Trickle([c.pop() for c in pinned.values()], a.burst_trickle)
+                   if a.burst_trickle else None)
+        sampler = Sampler(s, arm.name)
+        sampler.start()
+        for w in range(workers):
+            sampler.until(BASELINE_S + w * a.burst_period)
+            sampler.phase, sampler.worker = "burst", w
+            burst(pinned[w], path, a.burst_requests)
+            sampler.phase = "quiet"
+        # A last burst that overran its period still gets its full quiet.
+        last = time.monotonic() - sampler.t0
+        sampler.until(BASELINE_S + workers * a.burst_period)
+        sampler.phase, sampler.worker = "settle", ""
+        sampler.until(max(burst_plan_s(a, workers, settle), last + settle))
+        sampler.done.set()
+        sampler.join()
+        if trickle:
+            trickle.stop()
+        if sampler.error:
+            raise AbError(f"{tag}: sampling failed: {sampler.error}")
+        for conns in pinned.values():
+            for c in conns:
+                c.close()
+        arena = s.stats()["allocator"].get("arena", {})
+    finally:
+        s.stop()
+    return sampler.rows, arena
 
 
 def burst_pass(a, arms, tmpdir, out):
@@ -216,57 +268,68 @@ def burst_pass(a, arms, tmpdir, out):
     sample of every process) and burst.csv (the scenario's settings per arm,
     and the pool's own view of its arena at the end)."""
     rows, summary = [], []
-    path = f"/heavy?n={a.burst_scale}"
-    # Each arm's own -w, and connections that outlive the quiet periods.
-    idle = str(min(3600, int(burst_plan_s(a)) + 60))
-    flags = ["-w", str(a.burst_workers), "--idle-timeout", idle]
     for arm in arms.values():
         if not arm.arm.runs_on("heavy"):
             continue
-        log(f"burst {arm.name}: {a.burst_workers} workers, {a.burst_requests} x {path} "
-            f"each, every {a.burst_period} s, then {a.burst_settle} s quiet")
-        arm = dataclasses.replace(arm, arm=arm.arm.derive(arm.name, flags))
-        s = Server(a, arm, tmpdir, f"burst-{arm.name}")
-        try:
-            # One more connection per worker for the trickle, the last.
-            pinned = pin_connections(s, a.burst_workers, BURST_CONNS + bool(a.burst_trickle))
-            trickle = (Trickle([c.pop() for c in pinned.values()], a.burst_trickle)
-                       if a.burst_trickle else None)
-            sampler = Sampler(s, arm.name)
-            sampler.start()
-            for w in range(a.burst_workers):
-                sampler.until(BASELINE_S + w * a.burst_period)
-                sampler.phase, sampler.worker = "burst", w
-                burst(pinned[w], path, a.burst_requests)
-                sampler.phase = "quiet"
-            sampler.until(BASELINE_S + a.burst_workers * a.burst_period)
-            sampler.phase, sampler.worker = "settle", ""
-            sampler.until(burst_plan_s(a))
-            sampler.done.set()
-            sampler.join()
-            if trickle:
-                trickle.stop()
-            if sampler.error:
-                raise AbError(f"burst {arm.name}: sampling failed: {sampler.error}")
-            for conns in pinned.values():
-                for c in conns:
-                    c.close()
-            arena = s.stats()["allocator"].get("arena", {})
-        finally:
-            s.stop()
-        rows += sampler.rows
+        log(f"burst {arm.name}: {a.burst_workers} workers, {a.burst_requests} x "
+            f"/heavy?n={a.burst_scale} each, every {a.burst_period} s, then "
+            f"{a.burst_settle} s quiet")
+        samples, arena = scenario(a, arm, a.burst_workers, a.burst_settle, tmpdir,
+                                  f"burst-{arm.name}")
+        rows += samples
         summary.append(dict(arm=arm.name, workers=a.burst_workers, scale=a.burst_scale,
                             requests=a.burst_requests, conns=BURST_CONNS,
                             period_s=a.burst_period, settle_s=a.burst_settle,
                             trickle_rps=a.burst_trickle, sample_s=SAMPLE_S,
                             arena_used_kb=arena["used"] // 1024 if arena else "",
                             arena_returned_kb=arena["returned"] // 1024 if arena else ""))
-        f = figures(series(sampler.rows)[arm.name])
+        f = figures(series(samples)[arm.name])
         log(f"burst {arm.name}: baseline {f['baseline'] / 1024:.1f} MiB, peak "
             f"{f['peak'] / 1024:.1f} MiB at {f['peak_t']:.2f} s, settled "
             f"{f['settled'] / 1024:.1f} MiB")
         write_csv(os.path.join(out, "footprint.csv"), rows, FOOTPRINT_FIELDS)
         write_csv(os.path.join(out, "burst.csv"), summary, BURST_FIELDS)
+
+
+def scaling_arms(arms):
+    """The scaling series compares allocators: the arms without flags of
+    their own (the +region arms are a /heavy handler's choice, not one)."""
+    return [arm for arm in arms.values() if arm.arm.plain]
+
+
+def scaling_plan_s(a, n):
+    """Seconds the scaling pass lasts with n arms, about 3 s a server for
+    start-up, pinning and stop."""
+    return sum(n * (burst_plan_s(a, w, SETTLED_S[-1]) + 3) for w in a.scale_workers)
+
+
+def scaling_pass(a, arms, tmpdir, out):
+    """The skewed burst at each of a.scale_workers worker counts on every
+    allocator arm, one server at a time: scaling.csv (per arm and worker
+    count the idle, peak and settled footprints) and scaling-series.csv (the
+    whole server's samples, for a second look at a figure)."""
+    rows, samples = [], []
+    for workers in a.scale_workers:
+        for arm in scaling_arms(arms):
+            log(f"scaling {arm.name}: {workers} workers, {a.burst_requests} x "
+                f"/heavy?n={a.burst_scale} each, every {a.burst_period} s, then "
+                f"{SETTLED_S[-1]} s quiet")
+            got, _ = scenario(a, arm, workers, SETTLED_S[-1], tmpdir,
+                              f"scaling-{workers}-{arm.name}")
+            points = series(got)[arm.name]
+            f = figures(points)
+            row = dict(arm=arm.name, workers=workers, idle_kib=round(f["baseline"]),
+                       peak_kib=f["peak"])
+            for q in SETTLED_S:
+                row[f"settled{q}_kib"] = settled_after(points, workers, q)
+            rows.append(row)
+            samples += [dict(arm=arm.name, workers=workers, t_s=f"{p[0]:.2f}", phase=p[1],
+                             pss_kb=p[3], lazyfree_kb=p[4]) for p in points]
+            log(f"scaling {arm.name} at {workers}: idle {f['baseline'] / 1024:.1f} MiB, peak "
+                f"{f['peak'] / 1024:.1f}, " + ", ".join(
+                    f"{q} s after {row[f'settled{q}_kib'] / 1024:.1f}" for q in SETTLED_S))
+            write_csv(os.path.join(out, "scaling.csv"), rows, SCALING_FIELDS)
+            write_csv(os.path.join(out, "scaling-series.csv"), samples, SCALING_SERIES_FIELDS)
 
 
 def series(rows):
@@ -298,3 +361,12 @@ def figures(points):
     return dict(baseline=statistics.median(base) if base else float("nan"),
                 peak=peak[3], peak_t=peak[0], settled=points[-1][3],
                 settled_lazyfree=points[-1][4], left=left)
+
+
+def settled_after(points, workers, q):
+    """The whole server's Pss (kB) q seconds after the last burst ended: the
+    last sample at most q seconds after the first one that followed it
+    (the last worker's quiet, or the settle time if its burst overran)."""
+    last = str(workers - 1)
+    t0 = next(p[0] for p in points if p[1] == "settle" or (p[1] == "quiet" and p[2] == last))
+    return [p[3] for p in points if p[0] <= t0 + q][-1]

@@ -10,6 +10,7 @@ import sys
 from . import ladder
 from .cells import cpu_requests
 from .common import TOP, run
+from .footprint import SETTLED_S
 
 PACKAGES = ["libc6", "libevent-2.1-7", "libhttp-parser2.9", "libjemalloc2",
             "libtcmalloc-minimal4", "libmimalloc2.0", "wrk", "valgrind", "gnuplot-nox"]
@@ -61,6 +62,8 @@ def settings(a, arms, missing, started, finished):
         "burst": {"workers": a.burst_workers, "scale": a.burst_scale,
                   "requests": a.burst_requests, "period_s": a.burst_period,
                   "settle_s": a.burst_settle, "trickle_rps": a.burst_trickle},
+        "scaling": None if "scaling" in a.skip else {
+            "workers": a.scale_workers, "settled_s": list(SETTLED_S)},
         "ladder": None if "ladder" in a.skip else ladder.settings(a),
         "budget_min": a.budget, "skip": a.skip,
         "started": started, "finished": finished,

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The gnuplot PNGs of a report: requests/s and p99 against concurrency per
 workload, the stats pass's central fetches and contention per size class,
-and the skewed burst's footprint against time.  bench/ab-plot.gp draws them
+the skewed burst's footprint against time, and the scaling series' peak
+and settled footprints against the number of workers.  bench/ab-plot.gp draws them
 from whitespace tables (plot-*.dat)."""
 
 import os
@@ -9,6 +10,7 @@ import shutil
 
 from .arms import ARMS
 from .common import HERE, log, read_csv, run
+from .footprint import SCALING_FIELDS, SETTLED_S
 
 
 def plot(gp, data_path, png, title, ylabel, kind):
@@ -20,8 +22,9 @@ def plot(gp, data_path, png, title, ylabel, kind):
     return True
 
 
-def make_plots(d, cells, arms, workloads, concs, class_rows, footprint, title):
-    """footprint: footprint.series() of the burst pass, drawn under title."""
+def make_plots(d, cells, arms, workloads, concs, class_rows, footprint, title, scaling):
+    """footprint: footprint.series() of the burst pass, drawn under title;
+    scaling: the rows of scaling.csv."""
     gp = os.path.join(HERE, "ab-plot.gp")
     if shutil.which("gnuplot") is None:
         log("gnuplot not found (Debian package gnuplot-nox): report without plots")
@@ -90,4 +93,23 @@ def make_plots(d, cells, arms, workloads, concs, class_rows, footprint, title):
         if plot(gp, dat, os.path.join(d, "footprint.png"), title,
                 "whole server, sum of PSS, MiB", "time"):
             pngs.append(("burst", "footprint", "footprint.png"))
+    if scaling:
+        # Two columns per arm, its peak and its footprint the longest after the
+        # last burst: ab-plot.gp draws them in the arm's colour, solid and dashed.
+        last = SCALING_FIELDS[-1]
+        s_arms = list(dict.fromkeys(r["arm"] for r in scaling))
+        at = {(r["arm"], int(r["workers"])): r for r in scaling}
+        dat = os.path.join(d, "plot-scaling.dat")
+        with open(dat, "w") as f:
+            f.write("workers " + " ".join(f'"{arm} peak" "{arm} {SETTLED_S[-1]} s after"'
+                                          for arm in s_arms) + "\n")
+            for w in sorted({int(r["workers"]) for r in scaling}):
+                f.write(f"{w} " + " ".join(
+                    f"{int(at[(arm, w)][k]) / 1024:.3f}" if (arm, w) in at else "NaN"
+                    for arm in s_arms for k in ("peak_kib", last)) + "\n")
+        if plot(gp, dat, os.path.join(d, "scaling.png"),
+                "skewed burst against the number of workers: peak (solid), "
+                f"{SETTLED_S[-1]} s after the last burst (dashed)",
+                "whole server, sum of PSS, MiB", "workers"):
+            pngs.append(("scaling", "scaling", "scaling.png"))
     return pngs

@@ -8,7 +8,7 @@ import statistics
 from .callgrind import ir_split
 from .cells import WORKLOADS
 from .common import read_csv
-from .footprint import BASELINE_S, figures, series
+from .footprint import BASELINE_S, SCALING_FIELDS, SETTLED_S, figures, series
 from .plots import make_plots
 
 
@@ -256,6 +256,49 @@ def memory_section(memory, footprint, burst, pngs):
     return L
 
 
+def scaling_section(st, scaling, pngs):
+    """The scaling series: per worker count every allocator's footprint, and
+    the pool's against glibc's and against the best peer's (jemalloc,
+    tcmalloc, mimalloc: the smallest of the figure)."""
+    if not scaling:
+        return []
+    b = st["burst"]
+    keys = SCALING_FIELDS[3:]
+    names = ["peak"] + [f"{q} s after" for q in SETTLED_S]
+    L = ["## Memory against the number of workers", "",
+         f"The skewed burst at each worker count: each worker in turn gets {b['requests']} "
+         f"requests for `/heavy?n={b['scale']}`, {b['period_s']} s apart"
+         + (f", every worker plain `/heavy` at {b['trickle_rps']} requests/s throughout"
+            if b["trickle_rps"] else "")
+         + "; one server at a time. *idle* is the median before the first burst, *peak* the "
+         f"highest sample, *N s after* the last sample N s after the last burst ended. MiB:",
+         ""]
+    L += [md_table(["workers", "arm", "idle"] + names,
+                   [[r["workers"], r["arm"], mib(float(r["idle_kib"]))]
+                    + [mib(float(r[k])) for k in keys] for r in scaling]), ""]
+    at = {(r["arm"], r["workers"]): r for r in scaling}
+    rows = []
+    for w in dict.fromkeys(r["workers"] for r in scaling):
+        pool, glibc = at.get(("A", w)), at.get(("B", w))
+        peers = [r for r in scaling if r["workers"] == w and r["arm"] not in ("A", "B")]
+        if not pool or not (glibc or peers):
+            continue
+        row = [w]
+        for k in keys:
+            best = min(peers, key=lambda r: float(r[k]), default=None)
+            row += [f"{ratio(float(pool[k]), float(glibc[k])):.3f}" if glibc else "n/a",
+                    f"{ratio(float(pool[k]), float(best[k])):.3f} ({best['arm']})" if best
+                    else "n/a"]
+        rows.append(row)
+    if rows:
+        L += ["The pool (A) against glibc (B) and against the smallest of jemalloc, tcmalloc "
+              "and mimalloc in the same figure (best peer); below 1 the pool is smaller:", "",
+              md_table(["workers"] + [f"{n} {x}" for n in names for x in ("÷ B", "÷ best peer")],
+                       rows), ""]
+    L += [f"![footprint against workers]({png})" for pw, _, png in pngs if pw == "scaling"]
+    return L + [""]
+
+
 def pair(p, t, fmt):
     """Figures for processes and threads, "P / T"; n/a for a missing one."""
     def one(x):
@@ -418,8 +461,9 @@ def report(d):
     cells = cells_from_runs(runs)
     footprint = series(read_csv(os.path.join(d, "footprint.csv")))
     burst = read_csv(os.path.join(d, "burst.csv"))
+    scaling = read_csv(os.path.join(d, "scaling.csv"))
     pngs = make_plots(d, cells, arms, st["workloads"], st["conc"], class_rows, footprint,
-                      burst_title(burst[0]) if burst else "")
+                      burst_title(burst[0]) if burst else "", scaling)
     name = os.path.basename(d.rstrip("/"))
 
     L = [f"# poold A/B: {name}", ""]
@@ -610,12 +654,14 @@ def report(d):
 
     memory = read_csv(os.path.join(d, "memory.csv"))
     L += memory_section(memory, footprint, burst, pngs)
+    L += scaling_section(st, scaling, pngs)
 
     L += ["## Files", "",
           "`runs.csv` (every timed wrk run), `cpu.csv` (fixed-count CPU and faults), "
           "`ir.csv` and `ir-functions.csv` (callgrind), `stats.csv` and `classes.csv` (stats pass), "
           + ("`memory.csv` (footprint after each cell), " if memory else "")
           + ("`footprint.csv` and `burst.csv` (skewed burst), " if burst else "")
+          + ("`scaling.csv` and `scaling-series.csv` (the scaling series), " if scaling else "")
           + ("`ladder-*.csv` (the contention ladder: the same files for its cells), "
              if st.get("ladder") else "")
           + "`machine.json`, `settings.json`, `plot-*.dat` (plot data).", ""]
