@@ -5,7 +5,7 @@
 # kind=lines: one line per series against concurrency (log x, since the
 # ladder is 50, 200, 1000); kind=bars: clustered bars per size class;
 # kind=time: one line per series against seconds (the footprint's samples);
-# kind=workers: pairs of series against the number of workers (log x), each
+# kind=workers: pairs of series against the number of workers (log x and y), each
 # pair in one colour, the first solid, the second dashed.
 
 set terminal pngcairo size 900,520 font ",10"
@@ -27,6 +27,9 @@ if (kind eq "lines") {
     if (kind eq "workers") {
         set xlabel "workers"
         set logscale x 2
+        # The peers reach hundreds of MiB where the pool and glibc stay near ten.
+        set logscale y
+        set yrange [*:*]
         plot for [i=2:ncols] data using 1:i:xtic(1) with linespoints lw 2 pt 7 \
             lc i / 2 dt 1 + i % 2 title columnheader(i)
     } else {
