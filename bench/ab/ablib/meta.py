@@ -67,5 +67,5 @@ def settings(a, arms, missing, started, finished):
         "ladder": None if "ladder" in a.skip else ladder.settings(a),
         "budget_min": a.budget, "skip": a.skip,
         "started": started, "finished": finished,
-        "command": "bench/ab " + " ".join(sys.argv[1:]),
+        "command": "bench/ab/ab " + " ".join(sys.argv[1:]),
     }
