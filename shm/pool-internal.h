@@ -773,6 +773,15 @@ bool pool_reap_left_(pool_arena_t *a);
 /* pool_decay, waiting POOL_WAIT_MS at most for the page-heap lock (wait)
  * or not at all.  0, or EAGAIN when a live holder kept the lock. */
 int pool_decay_(bool wait);
+/* For a thread about to sleep (sleephook.c): whether it has something to
+ * give back, in its cache or, for a decay to end, in the arena.  Reads
+ * only, without locks. */
+bool pool_sleep_due_(void);
+/* The calling thread has been quiet through a slice of its sleep: its
+ * whole cache goes back and the quiet classes' and the page heap's decay
+ * periods end (try-locks for the decays); errno kept.  Returns
+ * pool_sleep_due_(). */
+bool pool_sleep_drain_(void);
 /* pool_reap_dead_ once a period (POOL_REAP_PERIOD_NS) across the arena:
  * the first slow path past the due time does it.  REQUIRES: no pool lock
  * held. */
