@@ -344,6 +344,27 @@ static bool give_back(pool_arena_t *a, unsigned cls, pool_span_sh_t *s, const ui
     return true;
 }
 
+/* Up to `due` of the class's empty spans unlinked for the page heap, a
+ * step each.  REQUIRES: class lock and an operation begun on its
+ * journal. */
+static void shed_empties(pool_arena_t *a, unsigned cls, uint32_t due, uint16_t tag,
+                         uint32_t *leaving)
+{
+    pool_central_sh_t *c = &a->central[cls];
+    pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
+    for (uint32_t i = c->head; i != POOL_NIL && due > 0;) {
+        pool_span_sh_t *s = &a->spans[i];
+        uint32_t next = s->next;
+        if (s->nfree == s->count) {
+            pool_journal_step_(j);
+            POOL_JSET(j, c->nempty, c->nempty - 1);
+            leave(a, c, j, &c->head, i, tag, leaving);
+            due--;
+        }
+        i = next;
+    }
+}
+
 /* End the class's decay period once it has run its course: the empty
  * spans it kept through all of it, but one, go to the page heap (whose
  * own decay gives their pages to the OS), so a class that shrank does not
@@ -360,21 +381,25 @@ static void decay_empties(pool_arena_t *a, unsigned cls, uint16_t tag, uint32_t 
                                           &pool_lock_watch_(a, POOL_LOCK_CENTRAL, cls)->xsince_ns);
     if (now - c->decay_start_ns < POOL_DECAY_NS)
         return;
-    uint32_t due = c->nempty_min > 1 ? c->nempty_min - 1 : 0;
-    for (uint32_t i = c->head; i != POOL_NIL && due > 0;) {
-        pool_span_sh_t *s = &a->spans[i];
-        uint32_t next = s->next;
-        if (s->nfree == s->count) {
-            pool_journal_step_(j);
-            POOL_JSET(j, c->nempty, c->nempty - 1);
-            leave(a, c, j, &c->head, i, tag, leaving);
-            due--;
-        }
-        i = next;
-    }
+    shed_empties(a, cls, c->nempty_min > 1 ? c->nempty_min - 1 : 0, tag, leaving);
     pool_journal_step_(j);
     POOL_JSET(j, c->decay_start_ns, now);
     POOL_JSET(j, c->nempty_min, c->nempty);
+}
+
+void pool_central_trim_(pool_arena_t *a, unsigned cls, uint32_t keep, uint16_t tag,
+                        uint32_t *leaving)
+{
+    pool_central_sh_t *c = &a->central[cls];
+    pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
+    if (c->nempty <= keep)
+        return;
+    pool_journal_begin_(j, POOL_OP_REAP);
+    shed_empties(a, cls, c->nempty - keep, tag, leaving);
+    pool_journal_step_(j);
+    if (c->nempty_min > c->nempty)
+        POOL_JSET(j, c->nempty_min, c->nempty);
+    pool_journal_commit_(j);
 }
 
 /* Give the spans decay_empties or a release unlinked (linked by next) to

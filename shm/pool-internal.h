@@ -251,6 +251,11 @@ void pool_central_disown_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc);
  * `tag`.  REQUIRES: every lock. */
 void pool_central_disown_dead_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc,
                                uint16_t tag, uint32_t *leaving);
+/* At a reap's end: the class's empty spans past `keep` (those it had
+ * before the reap) leave for the page heap, on *leaving, marked LEAVING
+ * for `tag`.  REQUIRES: every lock. */
+void pool_central_trim_(pool_arena_t *a, unsigned cls, uint32_t keep, uint16_t tag,
+                        uint32_t *leaving);
 /* Rebuild the class's list and counts from its spans' bitmaps; a span
  * whose geometry is wrong is quarantined.  Never journals; safe to run
  * twice.  REQUIRES: class lock (the lock's repair when verification

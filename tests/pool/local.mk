@@ -35,8 +35,10 @@ tests_check_pool_LDADD = shm/libshmpool_core.la $(CHECK_LIBS)
 #   givesleep.sh          so does one asleep in epoll_wait (tests/givesleep)
 #   sleeps.sh             the sleeps the library cuts into slices keep their
 #                         meaning (tests/sleeps)
-#   children.sh           the body of waitstopped.sh, giveback.sh and
-#                         givesleep.sh: a program under
+#   reapempty.sh          a reaped child's blocks leave the classes' budgets
+#                         of empty spans (tests/reapempty)
+#   children.sh           the body of waitstopped.sh, giveback.sh,
+#                         givesleep.sh and reapempty.sh: a program under
 #                         SHMPOOL_MODE=children, its verdict
 #   foreign.sh            programs linked to jemalloc, mimalloc, tcmalloc
 #                         (tests/foreign_*, built where configure found the
@@ -45,13 +47,14 @@ tests_check_pool_LDADD = shm/libshmpool_core.la $(CHECK_LIBS)
 # tests/programs/; every program is built as tests/NAME.
 # ---------------------------------------------------------------------------
 check_PROGRAMS += tests/check_override tests/prefork tests/reapretry tests/isolation \
-	tests/waitstopped tests/giveback tests/givesleep tests/sleeps
+	tests/waitstopped tests/giveback tests/givesleep tests/sleeps tests/reapempty
 TESTS += tests/check_override tests/pool/preload.sh tests/pool/stat.sh tests/pool/reapretry.sh \
 	tests/pool/isolation.sh tests/pool/waitstopped.sh tests/pool/giveback.sh \
-	tests/pool/givesleep.sh tests/pool/sleeps.sh
+	tests/pool/givesleep.sh tests/pool/sleeps.sh tests/pool/reapempty.sh
 EXTRA_DIST += tests/pool/preload.sh tests/pool/stat.sh tests/pool/reapretry.sh \
 	tests/pool/isolation.sh tests/pool/waitstopped.sh tests/pool/giveback.sh \
-	tests/pool/givesleep.sh tests/pool/sleeps.sh tests/pool/children.sh
+	tests/pool/givesleep.sh tests/pool/sleeps.sh tests/pool/reapempty.sh \
+	tests/pool/children.sh
 tests_check_pool_SOURCES += tests/pool/check_stress.c tests/pool/check_fork.c tests/programs/pattern.h
 tests_check_pool_SOURCES += tests/pool/check_lifecycle.c
 tests_check_override_SOURCES = tests/pool/check_override.c tests/programs/pattern.h
@@ -86,6 +89,7 @@ tests_isolation_SOURCES = tests/pool/isolation.c tests/programs/pattern.h \
 	tests/programs/preloaded.h
 tests_isolation_CFLAGS = $(TEST_CFLAGS) -fno-builtin
 tests_waitstopped_SOURCES = tests/pool/waitstopped.c tests/programs/preloaded.h
+tests_reapempty_SOURCES = tests/pool/reapempty.c tests/programs/preloaded.h
 tests_giveback_SOURCES = tests/programs/giveback.c tests/programs/preloaded.h
 # -fno-builtin: the compiler must not drop the quiet ticks' malloc/free pairs.
 tests_giveback_CFLAGS = $(TEST_CFLAGS) -fno-builtin
