@@ -138,7 +138,7 @@ static void housekeep(void)
 }
 
 /* What a sleep's slices look for (sleephook.c): any object or span the
- * thread's cache holds, any class keeping more than one empty span, any
+ * thread's cache holds, any class keeping an empty span, any
  * free page the page heap has not given back.  Read without locks: a
  * stale answer costs one slice, or one sleep without them. */
 bool pool_sleep_due_(void)
@@ -151,7 +151,7 @@ bool pool_sleep_due_(void)
         if (pool_tcache_held(tc, cls) > 0 ||
             pool_atomic_load_relaxed(&tc->own[cls].spans) != POOL_NIL ||
             pool_atomic_load_relaxed(&tc->own[cls].full) != POOL_NIL ||
-            pool_atomic_load_relaxed(&a->central[cls].nempty) > 1)
+            pool_atomic_load_relaxed(&a->central[cls].nempty) > 0)
             return true;
     return pool_atomic_load_relaxed(&a->ph->free_pages) >
            pool_atomic_load_relaxed(&a->ph->returned_pages);
