@@ -2,9 +2,8 @@
 /* libshmpool — the sleeps of an event loop, in the preloadable library: a
  * thread that goes idle gives back what it holds.
  *
- * An idle worker of a prefork server (nginx's, a PostgreSQL backend, an
- * Apache child between requests) sleeps in epoll_wait(), poll() or
- * select() and makes no allocation, so the housekeeping of its slow paths
+ * An idle worker of a prefork server (nginx's, a PostgreSQL backend)
+ * sleeps in epoll_wait(), poll() or select() and makes no allocation, so the housekeeping of its slow paths
  * (alloc.c) never runs, and its cache, the classes' empty spans and the
  * page heap's free pages stay mapped however long it sleeps.  So the
  * library's epoll_wait(), epoll_pwait(), poll(), ppoll(), select() and
@@ -26,7 +25,11 @@
  * select() gets its descriptor sets back before every slice (a timeout
  * clears them) and its timeval set to the time left, as Linux's does; a
  * set past FD_SETSIZE is not cut.  A signal handler that sleeps while its
- * thread is in a slice calls the C library's straight away.
+ * thread is in a slice calls the C library's straight away; one that
+ * sleeps for more than a slice after interrupting its thread inside
+ * malloc() or free() would drain a cache in the middle of a change: the
+ * library cannot tell that sleep from the thread's own, so a program
+ * must not sleep that long in a handler (nor may it call malloc there).
  *
  * Only libshmpool.so links this file, as waithook.c.
  */
