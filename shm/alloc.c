@@ -163,7 +163,14 @@ bool pool_sleep_drain_(void)
         return false;
     int saved = errno;
     housekept_ns = pool_prim_now_coarse_ns_();
-    give_back(true);
+    /* The cache's releases wait for the class locks: with a holder stuck
+     * in one (stopped, say), only the decays, which only try theirs, and
+     * the cache waits for a later slice instead of the sleep for the
+     * holder. */
+    if (pool_lock_stalled(POOL_WAIT_MS) == 0)
+        give_back(true);
+    else
+        pool_decay_(false);
     errno = saved;
     return pool_sleep_due_();
 }

@@ -784,8 +784,9 @@ int pool_decay_(bool wait);
 bool pool_sleep_due_(void);
 /* The calling thread has been quiet through a slice of its sleep: its
  * whole cache goes back and the quiet classes' and the page heap's decay
- * periods end (try-locks for the decays); errno kept.  Returns
- * pool_sleep_due_(). */
+ * periods end (try-locks for the decays); only the page heap's decay when
+ * a live holder has kept a pool lock for POOL_WAIT_MS.  errno kept.
+ * Returns pool_sleep_due_(). */
 bool pool_sleep_drain_(void);
 /* pool_reap_dead_ once a period (POOL_REAP_PERIOD_NS) across the arena:
  * the first slow path past the due time does it.  REQUIRES: no pool lock

@@ -28,8 +28,9 @@ tests_check_pool_LDADD = shm/libshmpool_core.la $(CHECK_LIBS)
 #   isolation.sh          a double free, an interior free and forged links
 #                         abort the culprit, another process's blocks intact
 #                         (tests/isolation)
-#   waitstopped.sh        waits that return while a child sleeps stopped in
-#                         the page-heap lock (tests/waitstopped)
+#   waitstopped.sh        waits, and an attached child's poll, that return
+#                         while a child sleeps stopped in the page-heap
+#                         lock (tests/waitstopped)
 #   giveback.sh           a quiet preloaded worker gives back what a burst
 #                         left, without a call of its own (tests/giveback)
 #   givesleep.sh          so does one asleep in epoll_wait (tests/givesleep)
