@@ -69,18 +69,13 @@ int main(void)
     if (!preloaded_master("reapempty"))
         return 1;
     usage_p = (int (*)(pool_usage_t *))dlsym(RTLD_DEFAULT, "pool_usage");
-    int ready[2];
-    if (usage_p == NULL || pipe(ready) != 0)
-        return fail(0, "no pool_usage, or no pipe");
+    if (usage_p == NULL)
+        return fail(0, "libshmpool has no pool_usage");
     size_t before = cached();
-    pid_t pid = fork();
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        holder(ready[1]);
-    }
-    char c;
-    if (pid < 0 || read(ready[0], &c, 1) != 1)
-        return fail(pid, "the child did not allocate");
+    int ready[2];
+    pid_t pid = preloaded_start(ready, holder);
+    if (pid < 0)
+        return fail(0, "the child did not start, attach and allocate");
     size_t held = cached();
     if (kill(pid, SIGKILL) != 0 || waitpid(pid, NULL, 0) != pid)
         return fail(pid, "the child could not be killed and waited for");
