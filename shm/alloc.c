@@ -113,6 +113,14 @@ static void *alloc_slow(size_t size, size_t align, bool *fell_back)
  * another process holds. */
 static __thread uint64_t housekept_ns __attribute__((tls_model("initial-exec")));
 
+static void give_back(bool whole)
+{
+    if (whole)
+        pool_thread_flush();
+    pool_thread_scavenge();
+    pool_decay_(false);
+}
+
 static void housekeep(void)
 {
     if (pool_tls_tcache_ == &pool_empty_tcache_)
@@ -126,10 +134,45 @@ static void housekeep(void)
         return;
     }
     housekept_ns = now;
-    if (since >= 2 * POOL_DECAY_NS)
-        pool_thread_flush();
-    pool_thread_scavenge();
-    pool_decay_(false);
+    give_back(since >= 2 * POOL_DECAY_NS);
+}
+
+/* What a sleep's slices look for (sleephook.c): any object or span the
+ * thread's cache holds, any class keeping an empty span, any
+ * free page the page heap has not given back.  Read without locks: a
+ * stale answer costs one slice, or one sleep without them. */
+bool pool_sleep_due_(void)
+{
+    pool_tcache_sh_t *tc = pool_tls_tcache_;
+    if (tc == &pool_empty_tcache_ || pool_proc_state_ != POOL_PROC_ATTACHED)
+        return false;
+    pool_arena_t *a = &pool_arena_;
+    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
+        if (pool_tcache_held(tc, cls) > 0 ||
+            pool_atomic_load_relaxed(&tc->own[cls].spans) != POOL_NIL ||
+            pool_atomic_load_relaxed(&tc->own[cls].full) != POOL_NIL ||
+            pool_atomic_load_relaxed(&a->central[cls].nempty) > 0)
+            return true;
+    return pool_atomic_load_relaxed(&a->ph->free_pages) >
+           pool_atomic_load_relaxed(&a->ph->returned_pages);
+}
+
+bool pool_sleep_drain_(void)
+{
+    if (pool_tls_tcache_ == &pool_empty_tcache_)
+        return false;
+    int saved = errno;
+    housekept_ns = pool_prim_now_coarse_ns_();
+    /* The cache's releases wait for the class locks: with a holder stuck
+     * in one (stopped, say), only the decays, which only try theirs, and
+     * the cache waits for a later slice instead of the sleep for the
+     * holder. */
+    if (pool_lock_stalled(POOL_WAIT_MS) == 0)
+        give_back(true);
+    else
+        pool_decay_(false);
+    errno = saved;
+    return pool_sleep_due_();
 }
 
 void *pool_malloc_slow_(size_t size)

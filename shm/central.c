@@ -344,23 +344,14 @@ static bool give_back(pool_arena_t *a, unsigned cls, pool_span_sh_t *s, const ui
     return true;
 }
 
-/* End the class's decay period once it has run its course: the empty
- * spans it kept through all of it, but one, go to the page heap (whose
- * own decay gives their pages to the OS), so a class that shrank does not
- * keep its budget forever.  REQUIRES: class lock and an operation begun
- * on its journal. */
-static void decay_empties(pool_arena_t *a, unsigned cls, uint16_t tag, uint32_t *leaving)
+/* Up to `due` of the class's empty spans unlinked for the page heap, a
+ * step each.  REQUIRES: class lock and an operation begun on its
+ * journal. */
+static void shed_empties(pool_arena_t *a, unsigned cls, uint32_t due, uint16_t tag,
+                         uint32_t *leaving)
 {
     pool_central_sh_t *c = &a->central[cls];
     pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
-    /* The lock wrapper noted the time it took the mutex; a spin lock
-     * does not. */
-    uint64_t now = pool_config_spin ? pool_prim_now_coarse_ns_()
-                                    : pool_atomic_load_relaxed(
-                                          &pool_lock_watch_(a, POOL_LOCK_CENTRAL, cls)->xsince_ns);
-    if (now - c->decay_start_ns < POOL_DECAY_NS)
-        return;
-    uint32_t due = c->nempty_min > 1 ? c->nempty_min - 1 : 0;
     for (uint32_t i = c->head; i != POOL_NIL && due > 0;) {
         pool_span_sh_t *s = &a->spans[i];
         uint32_t next = s->next;
@@ -372,9 +363,47 @@ static void decay_empties(pool_arena_t *a, unsigned cls, uint16_t tag, uint32_t 
         }
         i = next;
     }
+}
+
+/* End the class's decay period once it has run its course: the empty
+ * spans it kept through all of it, but one, go to the page heap (whose
+ * own decay gives their pages to the OS), so a class that shrank does not
+ * keep its budget forever.  The one is kept for a class in use, which
+ * would otherwise take a span from the page heap at its next fetch; a
+ * period no release ended for two has seen none for a second at least
+ * (a release ends one over a second old), and the last one goes too.
+ * REQUIRES: class lock and an operation begun on its journal. */
+static void decay_empties(pool_arena_t *a, unsigned cls, uint16_t tag, uint32_t *leaving)
+{
+    pool_central_sh_t *c = &a->central[cls];
+    pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
+    /* The lock wrapper noted the time it took the mutex; a spin lock
+     * does not. */
+    uint64_t now = pool_config_spin ? pool_prim_now_coarse_ns_()
+                                    : pool_atomic_load_relaxed(
+                                          &pool_lock_watch_(a, POOL_LOCK_CENTRAL, cls)->xsince_ns);
+    if (now - c->decay_start_ns < POOL_DECAY_NS)
+        return;
+    uint32_t keep = now - c->decay_start_ns < 2 * POOL_DECAY_NS ? 1 : 0;
+    shed_empties(a, cls, c->nempty_min > keep ? c->nempty_min - keep : 0, tag, leaving);
     pool_journal_step_(j);
     POOL_JSET(j, c->decay_start_ns, now);
     POOL_JSET(j, c->nempty_min, c->nempty);
+}
+
+void pool_central_trim_(pool_arena_t *a, unsigned cls, uint32_t keep, uint16_t tag,
+                        uint32_t *leaving)
+{
+    pool_central_sh_t *c = &a->central[cls];
+    pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
+    if (c->nempty <= keep)
+        return;
+    pool_journal_begin_(j, POOL_OP_REAP);
+    shed_empties(a, cls, c->nempty - keep, tag, leaving);
+    pool_journal_step_(j);
+    if (c->nempty_min > c->nempty)
+        POOL_JSET(j, c->nempty_min, c->nempty);
+    pool_journal_commit_(j);
 }
 
 /* Give the spans decay_empties or a release unlinked (linked by next) to
@@ -540,9 +569,9 @@ void pool_central_release_(pool_arena_t *a, unsigned cls, void *const *objs, uin
 void pool_central_decay_(pool_arena_t *a, unsigned cls, uint16_t tag)
 {
     pool_central_sh_t *c = &a->central[cls];
-    /* Read without the lock: a class with one empty span or none, or
-     * whose period its own operations still end, costs nothing. */
-    if (pool_atomic_load_relaxed(&c->nempty) <= 1 ||
+    /* Read without the lock: a class with no empty span, or whose
+     * period its own operations still end, costs nothing. */
+    if (pool_atomic_load_relaxed(&c->nempty) == 0 ||
         pool_prim_now_coarse_ns_() - pool_atomic_load_relaxed(&c->decay_start_ns) <
             2 * POOL_DECAY_NS)
         return;

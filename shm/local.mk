@@ -21,8 +21,9 @@ shm_libshmpool_core_la_CFLAGS = $(POOL_CFLAGS)
 shm_libshmpool_override_la_SOURCES = shm/override.c
 shm_libshmpool_override_la_CFLAGS = $(POOL_CFLAGS)
 
-# preload.c (SHMPOOL_MODE and friends) and waithook.c (a master that waits for
-# a child reaps it) are linked only into the .so: poold creates its own
+# preload.c (SHMPOOL_MODE and friends), waithook.c (a master that waits for
+# a child reaps it) and sleephook.c (a thread that goes idle gives back what
+# it holds) are linked only into the .so: poold creates its own
 # arena, must not react to those variables, and reaps in its own master.
 lib_LTLIBRARIES += shm/libshmpool.la
 include_HEADERS = shm/shmpool.h
@@ -30,7 +31,7 @@ include_HEADERS = shm/shmpool.h
 # (configure writes shm/shmpool.pc from shm/shmpool.pc.in).
 pkgconfigdir = $(libdir)/pkgconfig
 pkgconfig_DATA = shm/shmpool.pc
-shm_libshmpool_la_SOURCES = shm/preload.c shm/waithook.c
+shm_libshmpool_la_SOURCES = shm/preload.c shm/waithook.c shm/sleephook.c
 shm_libshmpool_la_CFLAGS = $(POOL_CFLAGS)
 shm_libshmpool_la_LIBADD = shm/libshmpool_override.la shm/libshmpool_core.la
 shm_libshmpool_la_LDFLAGS = -avoid-version -pthread

@@ -251,6 +251,11 @@ void pool_central_disown_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc);
  * `tag`.  REQUIRES: every lock. */
 void pool_central_disown_dead_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc,
                                uint16_t tag, uint32_t *leaving);
+/* At a reap's end: the class's empty spans past `keep` (those it had
+ * before the reap) leave for the page heap, on *leaving, marked LEAVING
+ * for `tag`.  REQUIRES: every lock. */
+void pool_central_trim_(pool_arena_t *a, unsigned cls, uint32_t keep, uint16_t tag,
+                        uint32_t *leaving);
 /* Rebuild the class's list and counts from its spans' bitmaps; a span
  * whose geometry is wrong is quarantined.  Never journals; safe to run
  * twice.  REQUIRES: class lock (the lock's repair when verification
@@ -773,6 +778,16 @@ bool pool_reap_left_(pool_arena_t *a);
 /* pool_decay, waiting POOL_WAIT_MS at most for the page-heap lock (wait)
  * or not at all.  0, or EAGAIN when a live holder kept the lock. */
 int pool_decay_(bool wait);
+/* For a thread about to sleep (sleephook.c): whether it has something to
+ * give back, in its cache or, for a decay to end, in the arena.  Reads
+ * only, without locks. */
+bool pool_sleep_due_(void);
+/* The calling thread has been quiet through a slice of its sleep: its
+ * whole cache goes back and the quiet classes' and the page heap's decay
+ * periods end (try-locks for the decays); only the page heap's decay when
+ * a live holder has kept a pool lock for POOL_WAIT_MS.  errno kept.
+ * Returns pool_sleep_due_(). */
+bool pool_sleep_drain_(void);
 /* pool_reap_dead_ once a period (POOL_REAP_PERIOD_NS) across the arena:
  * the first slow path past the due time does it.  REQUIRES: no pool lock
  * held. */

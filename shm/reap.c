@@ -52,6 +52,7 @@ typedef struct reap_s {
     uint16_t mover;              /* tag the spans this reap moves carry */
     uint32_t leaving;            /* spans for the page heap, linked by next */
     uint32_t big;                /* dead big spans, linked by next */
+    uint32_t empties[POOL_NCLASSES]; /* each class's empty spans before the reap */
     pool_reaprec_sh_t rec;       /* what it found, as the history keeps it */
 } reap_t;
 
@@ -292,6 +293,8 @@ static int reap_slots(pool_arena_t *a, const dead_t *d, pid_t pid, pool_reap_rep
         return EAGAIN;
     }
     unsigned recoveries = (unsigned)(pool_atomic_load_relaxed(&a->crash->xrecoveries) - before);
+    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
+        rp.empties[cls] = a->central[cls].nempty;
     bool process = false;
     pool_span_sh_t *s;
     for (unsigned t = 1; t <= POOL_MAX_TAG; t++)
@@ -306,6 +309,11 @@ static int reap_slots(pool_arena_t *a, const dead_t *d, pid_t pid, pool_reap_rep
     if (process)
         for (pool_span_walk_t w = pool_span_walk(a); (s = pool_span_next(a, &w)) != NULL;)
             reap_owned(&rp, s);
+    /* The spans the dead left wholly free are no live process's working
+     * set: the classes keep no more empty spans than before, and the page
+     * heap's decay gives the rest to the OS. */
+    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
+        pool_central_trim_(a, cls, rp.empties[cls], rp.mover, &rp.leaving);
     while (rp.leaving != POOL_NIL) {
         uint32_t idx = rp.leaving;
         rp.leaving = a->spans[idx].next;

@@ -28,12 +28,19 @@ tests_check_pool_LDADD = shm/libshmpool_core.la $(CHECK_LIBS)
 #   isolation.sh          a double free, an interior free and forged links
 #                         abort the culprit, another process's blocks intact
 #                         (tests/isolation)
-#   waitstopped.sh        waits that return while a child sleeps stopped in
-#                         the page-heap lock (tests/waitstopped)
+#   waitstopped.sh        waits, and an attached child's poll, that return
+#                         while a child sleeps stopped in the page-heap
+#                         lock (tests/waitstopped)
 #   giveback.sh           a quiet preloaded worker gives back what a burst
 #                         left, without a call of its own (tests/giveback)
-#   children.sh           the body of waitstopped.sh and giveback.sh: a
-#                         program under SHMPOOL_MODE=children, its verdict
+#   givesleep.sh          so does one asleep in epoll_wait (tests/givesleep)
+#   sleeps.sh             the sleeps the library cuts into slices keep their
+#                         meaning (tests/sleeps)
+#   reapempty.sh          a reaped child's blocks leave the classes' budgets
+#                         of empty spans (tests/reapempty)
+#   children.sh           the body of waitstopped.sh, giveback.sh,
+#                         givesleep.sh and reapempty.sh: a program under
+#                         SHMPOOL_MODE=children, its verdict
 #   foreign.sh            programs linked to jemalloc, mimalloc, tcmalloc
 #                         (tests/foreign_*, built where configure found the
 #                         library) under the preload, in every mode
@@ -41,11 +48,13 @@ tests_check_pool_LDADD = shm/libshmpool_core.la $(CHECK_LIBS)
 # tests/programs/; every program is built as tests/NAME.
 # ---------------------------------------------------------------------------
 check_PROGRAMS += tests/check_override tests/prefork tests/reapretry tests/isolation \
-	tests/waitstopped tests/giveback
+	tests/waitstopped tests/giveback tests/givesleep tests/sleeps tests/reapempty
 TESTS += tests/check_override tests/pool/preload.sh tests/pool/stat.sh tests/pool/reapretry.sh \
-	tests/pool/isolation.sh tests/pool/waitstopped.sh tests/pool/giveback.sh
+	tests/pool/isolation.sh tests/pool/waitstopped.sh tests/pool/giveback.sh \
+	tests/pool/givesleep.sh tests/pool/sleeps.sh tests/pool/reapempty.sh
 EXTRA_DIST += tests/pool/preload.sh tests/pool/stat.sh tests/pool/reapretry.sh \
 	tests/pool/isolation.sh tests/pool/waitstopped.sh tests/pool/giveback.sh \
+	tests/pool/givesleep.sh tests/pool/sleeps.sh tests/pool/reapempty.sh \
 	tests/pool/children.sh
 tests_check_pool_SOURCES += tests/pool/check_stress.c tests/pool/check_fork.c tests/programs/pattern.h
 tests_check_pool_SOURCES += tests/pool/check_lifecycle.c
@@ -81,9 +90,15 @@ tests_isolation_SOURCES = tests/pool/isolation.c tests/programs/pattern.h \
 	tests/programs/preloaded.h
 tests_isolation_CFLAGS = $(TEST_CFLAGS) -fno-builtin
 tests_waitstopped_SOURCES = tests/pool/waitstopped.c tests/programs/preloaded.h
+tests_reapempty_SOURCES = tests/pool/reapempty.c tests/programs/preloaded.h
 tests_giveback_SOURCES = tests/programs/giveback.c tests/programs/preloaded.h
 # -fno-builtin: the compiler must not drop the quiet ticks' malloc/free pairs.
 tests_giveback_CFLAGS = $(TEST_CFLAGS) -fno-builtin
+tests_givesleep_SOURCES = $(tests_giveback_SOURCES)
+tests_givesleep_CFLAGS = $(tests_giveback_CFLAGS) -DGIVEBACK_SLEEP
+tests_sleeps_SOURCES = tests/programs/sleeps.c tests/programs/preloaded.h
+# -fno-builtin: the compiler must not drop the cache's malloc/free pairs.
+tests_sleeps_CFLAGS = $(TEST_CFLAGS) -fno-builtin
 # --- end of the contract, stress, fork and preload tests --------------------
 
 # Crash safety, in a program of its own: processes killed anywhere or at

@@ -14,10 +14,17 @@
  * B and waits for it.  A wait that does not return within 10 s ends the
  * program (SIGALRM): before the waits had deadlines, the library's decay
  * after the wait blocked on the lock for as long as B stayed stopped.
+ * Then child S, which attached before B stopped and filled its cache with
+ * blocks whose spans leave for the page heap when they come back, sleeps
+ * in poll() for 2.5 s: it must be back within 4 s, as the slices the
+ * library cuts its sleep into leave the cache for later while a lock
+ * holder is stuck (without that, its first slice gave the cache back and
+ * waited for B's lock for as long as B stayed stopped).
  * Exit 0; otherwise one line on stderr and exit 1.
  */
 #include "config.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +64,27 @@ static pid_t bounded_wait(const char *what, pid_t pid, int *st, int options)
     return got;
 }
 
+/* Child S: fills its cache with blocks whose spans leave their class when
+ * they all come back, says so on say, then once it hears a byte on hear
+ * sleeps in poll() for 2.5 s and says on say whether that took less than
+ * 4 s. */
+static void sleeper(int say, int hear)
+{
+    void *p[16];
+    for (int i = 0; i < 16; i++)
+        if ((p[i] = malloc(150000)) == NULL)
+            _exit(1);
+    for (int i = 0; i < 16; i++)
+        free(p[i]);
+    char c;
+    if (!pool_attached_p() || write(say, "s", 1) != 1 || read(hear, &c, 1) != 1)
+        _exit(1);
+    long t = now_ms();
+    int rc = poll(NULL, 0, 2500);
+    t = now_ms() - t;
+    _exit(write(say, rc == 0 && t < 4000 ? "y" : "n", 1) == 1 ? 0 : 1);
+}
+
 /* Stop b until it sleeps holding a pool lock; false after many tries. */
 static bool stop_in_lock(pid_t b, pid_t (*stalled)(unsigned))
 {
@@ -86,10 +114,20 @@ int main(void)
     if (stalled == NULL)
         return fail("libshmpool has no pool_lock_stalled");
     signal(SIGALRM, on_alarm);
-    int ready[2];
+    int ready[2], says[2], hears[2];
     pid_t a = preloaded_start_holder(ready);
     if (a < 0)
         return fail("child A did not start, attach and allocate");
+    char c;
+    if (pipe(says) != 0 || pipe(hears) != 0)
+        return fail("pipe failed");
+    pid_t s = fork();
+    if (s == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        sleeper(says[1], hears[0]);
+    }
+    if (s < 0 || read(says[0], &c, 1) != 1)
+        return fail("child S did not attach and fill its cache");
     pid_t b = fork();
     if (b < 0)
         return fail("fork failed");
@@ -105,7 +143,6 @@ int main(void)
             free(p);
         }
     }
-    char c;
     if (read(ready[0], &c, 1) != 1)
         return fail("child B did not attach");
     if (!stop_in_lock(b, stalled))
@@ -118,6 +155,14 @@ int main(void)
             return fail("waitpid(-1, WNOHANG) did not return 0");
         sleep_ms(50);
     }
+    struct pollfd said = { .fd = says[0], .events = POLLIN };
+    if (write(hears[1], "g", 1) != 1 || poll(&said, 1, 6000) != 1 || read(says[0], &c, 1) != 1)
+        return fail("child S's poll(2.5 s) did not return within 6 s with B stopped in a lock");
+    if (c != 'y')
+        return fail("child S's poll(2.5 s) did not return 0 within 4 s with B stopped in a lock");
+    kill(s, SIGKILL);
+    if (bounded_wait("waitpid(S)", s, &st, 0) != s)
+        return fail("child S was not waited for");
     kill(a, SIGKILL);
     if (bounded_wait("waitpid(A) with B stopped in the page-heap lock", a, &st, 0) != a ||
         !WIFSIGNALED(st))
@@ -127,7 +172,7 @@ int main(void)
     kill(b, SIGKILL);
     if (bounded_wait("waitpid(B)", b, &st, 0) != b || !WIFSIGNALED(st))
         return fail("child B was not waited for");
-    printf("waitstopped: %d waits returned while child %d slept in a pool lock\n", polls + 1,
-           (int)b);
+    printf("waitstopped: %d waits and a 2.5 s poll returned while child %d slept in a pool "
+           "lock\n", polls + 1, (int)b);
     return 0;
 }

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* A preloaded worker gives back what a burst left, without calling the
  * pool: tests/pool/giveback.sh runs it under LD_PRELOAD=libshmpool.so
- * SHMPOOL_MODE=children.
+ * SHMPOOL_MODE=children; built with GIVEBACK_SLEEP as tests/givesleep, for
+ * tests/pool/givesleep.sh.
  *
  * The private master forks a worker, which attaches, allocates and frees
  * a burst of small blocks of ten sizes and of 640 KiB blocks (several
  * MiB in all), then goes on as a quiet server would: a small malloc and
- * free every 100 ms and a 512 KiB buffer every 500 ms, for 20 s.  The
+ * free every 100 ms and a 512 KiB buffer every 500 ms, for 20 s; or, with
+ * GIVEBACK_SLEEP, as an idle event loop: one epoll_wait() with no timeout
+ * and nothing to wait for, no allocation at all.  The
  * master reads what the worker maps of the arena (its Rss) before and
  * right after the burst, then every 250 ms until it is back within
  * SLACK of what it was before the burst: it must be within 15 s.  Prints the figures in KiB on one
@@ -18,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +29,11 @@
 #include "../../shm/shmpool.h"
 #include "preloaded.h"
 
+#ifdef GIVEBACK_SLEEP
+#define NAME "givesleep"
+#else
+#define NAME "giveback"
+#endif
 #define SMALL_BYTES ((size_t)6 << 20)
 #define BIG_BLOCKS 8
 #define BIG_SIZE ((size_t)640 << 10)
@@ -109,6 +118,14 @@ static void worker(int say, int hear)
     burst();
     if (write(say, "b", 1) != 1)
         _exit(1);
+#ifdef GIVEBACK_SLEEP
+    struct epoll_event ev;
+    int ep = epoll_create1(0);
+    if (ep < 0)
+        _exit(1);
+    epoll_wait(ep, &ev, 1, -1);
+    _exit(1);
+#endif
     for (long t = 0; t * 100 < QUIET_MS; t++) {
         sleep_ms(100);
         char *p = malloc(100);
@@ -125,7 +142,7 @@ static void worker(int say, int hear)
 
 static int fail(pid_t child, const char *what)
 {
-    fprintf(stderr, "giveback: %s\n", what);
+    fprintf(stderr, NAME ": %s\n", what);
     if (child > 0) {
         kill(child, SIGKILL);
         waitpid(child, NULL, 0);
@@ -135,7 +152,7 @@ static int fail(pid_t child, const char *what)
 
 int main(void)
 {
-    if (!preloaded_master("giveback"))
+    if (!preloaded_master(NAME))
         return 1;
     usage_p = (int (*)(pool_usage_t *))dlsym(RTLD_DEFAULT, "pool_usage");
     int up[2], down[2];
@@ -155,7 +172,7 @@ int main(void)
         return fail(pid, "the worker did not finish its burst");
     long t0 = now_ms();
     size_t peak = kept(pid, &cached), now = peak;
-    printf("giveback: kept before the burst %zu KiB, after it %zu KiB", base >> 10, peak >> 10);
+    printf(NAME ": kept before the burst %zu KiB, after it %zu KiB", base >> 10, peak >> 10);
     long at[] = { 1000, 2000, 5000, 10000, 15000 };
     unsigned next = 0;
     for (long t = 0; t <= DEADLINE_MS; t = now_ms() - t0) {

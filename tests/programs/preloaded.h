@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* For test programs that are not linked with libshmpool and run under
- * LD_PRELOAD=libshmpool.so SHMPOOL_MODE=children (tests/programs/prefork.c,
- * forkcontract.c and giveback.c; tests/pool/isolation.c, reapretry.c and
- * waitstopped.c): the two pool calls they ask, found with dlsym so that a
- * program run without the library fails instead of passing on glibc, and
- * a child that holds blocks until it is killed, and its start; a sleep
- * and a clock in milliseconds.  Header only.
+ * LD_PRELOAD=libshmpool.so (tests/programs/prefork.c, forkcontract.c,
+ * giveback.c and sleeps.c; tests/pool/isolation.c, reapretry.c,
+ * waitstopped.c and reapempty.c): the two pool calls they ask, found with
+ * dlsym so that a program run without the library fails instead of
+ * passing on glibc, a child that holds blocks until it is killed, the
+ * start of such a child or another, a sleep and a clock in milliseconds.
+ * Header only.
  */
 #ifndef TESTS_PRELOADED_H
 #define TESTS_PRELOADED_H
@@ -58,25 +59,32 @@ static inline void preloaded_holder(int ready_fd)
         pause();
 }
 
-/* Make the pipe ready, fork a child that lives as preloaded_holder and
+/* Make the pipe ready, fork a child that lives as life(ready[1]) says
+ * (it must write a byte there once it is ready, and never return) and
  * dies with its parent (a parent that fails, or hangs and is ended, leaves
  * no child), and wait for its byte on ready[0]; the caller's other
  * children may say they are ready on the same pipe.  The child's pid, or
- * -1 when the pipe or the fork failed or the child did not attach and
- * allocate. */
-static inline pid_t preloaded_start_holder(int ready[2])
+ * -1 when the pipe or the fork failed or the child never said it was
+ * ready. */
+static inline pid_t preloaded_start(int ready[2], void (*life)(int ready_fd))
 {
     if (pipe(ready) != 0)
         return -1;
     pid_t pid = fork();
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
-        preloaded_holder(ready[1]);
+        life(ready[1]);
     }
     char c;
     if (pid < 0 || read(ready[0], &c, 1) != 1)
         return -1;
     return pid;
+}
+
+/* preloaded_start with a child that lives as preloaded_holder. */
+static inline pid_t preloaded_start_holder(int ready[2])
+{
+    return preloaded_start(ready, preloaded_holder);
 }
 
 static inline void sleep_ms(long ms)

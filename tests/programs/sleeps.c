@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The sleeps the preloaded library cuts into slices (shm/sleephook.c)
+ * keep their meaning: tests/pool/sleeps.sh runs this under
+ * LD_PRELOAD=libshmpool.so SHMPOOL_MODE=process, so that the process is
+ * attached.
+ *
+ * Before each sleep the process fills its thread cache (a burst of
+ * blocks freed), so that the sleep is cut.  Then: poll() with a 2.5 s
+ * timeout returns 0 after 2.5 s, and the cache went back meanwhile;
+ * epoll_wait() with no timeout returns the event a child sends after
+ * 1.5 s; select() with 2.3 s returns 0 after them with its sets cleared
+ * and its timeval at 0, and with 5 s returns the child's event with its
+ * set kept and the time left in its timeval; ppoll() with no timeout
+ * returns -1 with EINTR for a signal whose handler has no SA_RESTART, and
+ * pselect() the event.  One line "sleeps: ..." and exit 0, or a line on
+ * stderr naming the first that failed and exit 1.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../shm/shmpool.h"
+#include "preloaded.h"
+
+static int (*usage_p)(pool_usage_t *);
+
+static size_t cached(void)
+{
+    pool_usage_t u;
+    return usage_p(&u) == 0 ? u.cached : 0;
+}
+
+/* Objects in the thread cache, something for a sleep to give back: small
+ * ones, and blocks of a class whose spans hold a few each, which leave the
+ * class once the cache gives them back. */
+static void fill_cache(void)
+{
+    void *p[512];
+    for (int i = 0; i < 512; i++)
+        if ((p[i] = malloc(i < 16 ? 150000 : 64)) == NULL)
+            exit(1);
+    for (int i = 0; i < 512; i++)
+        free(p[i]);
+}
+
+static int fail(const char *what)
+{
+    fprintf(stderr, "sleeps: %s (errno %d)\n", what, errno);
+    return 1;
+}
+
+/* A child that writes a byte to fd after ms milliseconds, then exits. */
+static void send_after(int fd, long ms)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        sleep_ms(ms);
+        _exit(write(fd, "x", 1) == 1 ? 0 : 1);
+    }
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+}
+
+static bool within(long ms, long lo, long hi)
+{
+    return ms >= lo && ms < hi;
+}
+
+int main(void)
+{
+    usage_p = (int (*)(pool_usage_t *))dlsym(RTLD_DEFAULT, "pool_usage");
+    pool_attached_p = (bool (*)(void))dlsym(RTLD_DEFAULT, "pool_attached");
+    if (usage_p == NULL || pool_attached_p == NULL || !pool_attached_p())
+        return fail("not attached to an arena (run with SHMPOOL_MODE=process)");
+    int fds[2];
+    if (pipe(fds) != 0)
+        return fail("pipe");
+    char c;
+
+    fill_cache();
+    size_t before = cached();
+    long t = now_ms();
+    int rc = poll(NULL, 0, 2500);
+    t = now_ms() - t;
+    size_t after = cached();
+    if (rc != 0 || !within(t, 2500, 3500))
+        return fail("poll(2.5 s) did not return 0 after 2.5 s");
+    if (after >= before)
+        return fail("poll(2.5 s) slept with the thread cache full");
+
+    fill_cache();
+    int ep = epoll_create1(0);
+    struct epoll_event ev = { .events = EPOLLIN }, got;
+    if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fds[0], &ev) != 0)
+        return fail("epoll");
+    send_after(fds[1], 1500);
+    t = now_ms();
+    rc = epoll_wait(ep, &got, 1, -1);
+    t = now_ms() - t;
+    if (rc != 1 || !(got.events & EPOLLIN) || !within(t, 1400, 2500) || read(fds[0], &c, 1) != 1)
+        return fail("epoll_wait(no timeout) did not return the event after 1.5 s");
+
+    fill_cache();
+    fd_set r;
+    FD_ZERO(&r);
+    FD_SET(fds[0], &r);
+    struct timeval tv = { 2, 300000 };
+    t = now_ms();
+    rc = select(fds[0] + 1, &r, NULL, NULL, &tv);
+    t = now_ms() - t;
+    if (rc != 0 || FD_ISSET(fds[0], &r) || tv.tv_sec != 0 || tv.tv_usec != 0 ||
+        !within(t, 2300, 3300))
+        return fail("select(2.3 s) did not time out after 2.3 s, sets cleared");
+
+    fill_cache();
+    FD_ZERO(&r);
+    FD_SET(fds[0], &r);
+    tv = (struct timeval){ 5, 0 };
+    send_after(fds[1], 1500);
+    rc = select(fds[0] + 1, &r, NULL, NULL, &tv);
+    long left = tv.tv_sec * 1000 + tv.tv_usec / 1000;
+    if (rc != 1 || !FD_ISSET(fds[0], &r) || !within(left, 2500, 3600) || read(fds[0], &c, 1) != 1)
+        return fail("select(5 s) did not return the event after 1.5 s with 3.5 s left");
+
+    fill_cache();
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    if (sigaction(SIGALRM, &sa, NULL) != 0)
+        return fail("sigaction");
+    struct pollfd pfd = { .fd = fds[0], .events = POLLIN };
+    alarm(2);
+    errno = 0;
+    rc = ppoll(&pfd, 1, NULL, NULL);
+    if (rc != -1 || errno != EINTR)
+        return fail("ppoll(no timeout) did not return EINTR for SIGALRM");
+
+    fill_cache();
+    FD_ZERO(&r);
+    FD_SET(fds[0], &r);
+    send_after(fds[1], 1500);
+    rc = pselect(fds[0] + 1, &r, NULL, NULL, NULL, NULL);
+    if (rc != 1 || !FD_ISSET(fds[0], &r))
+        return fail("pselect(no timeout) did not return the event");
+    while (wait(NULL) > 0)
+        ;
+    printf("sleeps: poll, epoll_wait, select, ppoll, pselect as without the library; "
+           "cached %zu KiB before the poll, %zu after\n", before >> 10, after >> 10);
+    return 0;
+}
