@@ -33,7 +33,8 @@ const char *const pool_crash_points_[] = {
     "pageheap.merge_left", "pageheap.merge_right", "pageheap.release",
     "lock.acquired",    "recover.undo",        "recover.rebuild",
     "reap.found",       "reap.object",         "reap.transit",
-    "reap.slot",        "tcache.cut",
+    "reap.slot",        "tcache.cut",          "tcache.inbox_push",
+    "tcache.inbox_take",
     "repair.lock",      NULL,
 };
 

@@ -283,13 +283,27 @@ static bool check_slots(chk_t *c)
         bool walk = c->mode == CHK_QUIET || (c->mode == CHK_LIVE && tc == pool_tls_tcache_);
         if (!walk && c->mode == CHK_LIVE)
             c->left_out++;
-        for (unsigned k = 2; walk && k < 2 * POOL_NCLASSES; k++) {
+        for (unsigned k = 3; walk && k < 3 * POOL_NCLASSES; k++) {
             /* The bin holds objects of spans the slot owns, the remote
-             * list of spans it does not. */
-            unsigned cls = k / 2, remote = k % 2;
-            pool_list_t l = pool_tcache_list(tc, cls, remote == 1);
-            uint32_t n = 0, len = pool_list_len(l);
-            for (void *p = *l.head; p != NULL; p = *(void **)p) {
+             * list of spans it does not, and the inbox, while open, of
+             * spans it owns: the frees of other threads push there, and
+             * the objects below the word read stay as they are. */
+            unsigned cls = k / 3;
+            bool remote = k % 3 == 1;
+            void *first;
+            uint32_t n = 0, len;
+            bool owned = k % 3 == 0;
+            if (k % 3 == 2) {
+                uint64_t w = pool_atomic_load_acquire(&tc->own[cls].xinbox);
+                first = pool_inbox_first(a->data, w);
+                len = pool_inbox_count(w);
+                owned = !(w & POOL_INBOX_CLOSED);
+            } else {
+                pool_list_t l = pool_tcache_list(tc, cls, remote);
+                first = *l.head;
+                len = pool_list_len(l);
+            }
+            for (void *p = first; p != NULL; p = *(void **)p) {
                 if (++n > len)
                     return fail(c, "slot %u class %u: list longer than its length %u", i, cls,
                                 len);
@@ -305,7 +319,7 @@ static bool check_slots(chk_t *c)
                 /* A remote list may hold a block of a span the slot has
                  * taken over since it freed the block there: it goes back
                  * to its span all the same. */
-                if (!remote && s->holder != i + 1)
+                if (owned && s->holder != i + 1)
                     return fail(c, "slot %u class %u: %p is in its cache, its span is not the "
                                 "slot's", i, cls, p);
                 if (!(s->bitmap[oi / 64] & (UINT64_C(1) << (oi % 64))))

@@ -58,6 +58,7 @@ static const bool pool_config_spin = POOL_CONFIG_SPINLOCK;
     __atomic_compare_exchange_n((p), (expect), (v), false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)
 #define pool_atomic_add(p, v) __atomic_add_fetch((p), (v), __ATOMIC_RELAXED)
 #define pool_atomic_or(p, v) __atomic_fetch_or((p), (v), __ATOMIC_RELAXED)
+#define pool_atomic_or_acquire(p, v) __atomic_fetch_or((p), (v), __ATOMIC_ACQUIRE)
 #define pool_atomic_and(p, v) __atomic_fetch_and((p), (v), __ATOMIC_RELAXED)
 
 /* ------------------------------------------------------------------------ */
@@ -651,10 +652,36 @@ static inline uint32_t pool_bin_len(const pool_tcache_sh_t *tc, unsigned cls)
     return pool_list_len(pool_tcache_list(tc, cls, false));
 }
 
-/* Objects tc holds of class cls: its bin's and its remote list's. */
+/* Objects chained in inbox word w. */
+static inline uint32_t pool_inbox_count(uint64_t w)
+{
+    return (uint32_t)(w >> POOL_INBOX_COUNT_SHIFT) & 0xffffu;
+}
+
+/* The first object of inbox word w, NULL when it is empty; base is the
+ * arena's first data page. */
+static inline void *pool_inbox_first(uintptr_t base, uint64_t w)
+{
+    if (pool_inbox_count(w) == 0)
+        return NULL;
+    return (void *)(base + ((w & ((UINT64_C(1) << POOL_INBOX_COUNT_SHIFT) - 1)) << 4));
+}
+
+/* Inbox word w (its generation and CLOSED) with n objects from first. */
+static inline uint64_t pool_inbox_word(uintptr_t base, uint64_t w, const void *first, uint32_t n)
+{
+    uint64_t keep = w & ~((UINT64_C(1) << POOL_INBOX_GEN_SHIFT) - 1);
+    if (n == 0)
+        return keep;
+    return keep | (uint64_t)n << POOL_INBOX_COUNT_SHIFT | ((uintptr_t)first - base) >> 4;
+}
+
+/* Objects tc holds of class cls: its bin's, its remote list's and its
+ * inbox's. */
 static inline uint32_t pool_tcache_held(const pool_tcache_sh_t *tc, unsigned cls)
 {
-    return pool_bin_len(tc, cls) + pool_list_len(pool_tcache_list(tc, cls, true));
+    return pool_bin_len(tc, cls) + pool_list_len(pool_tcache_list(tc, cls, true)) +
+           pool_inbox_count(pool_atomic_load_relaxed(&tc->own[cls].xinbox));
 }
 
 /* Link p (an object of the list's class) at the head of list l of tc,

@@ -82,7 +82,7 @@
 #define POOL_MAGIC UINT64_C(0x6c6f6f706d687373) /* "sshmpool" little-endian */
 /* Bumped whenever a shared structure changes shape.  Debug and spin builds
  * change the span and lock layouts, so they are folded into the version. */
-#define POOL_LAYOUT_VERSION 13u
+#define POOL_LAYOUT_VERSION 14u
 
 /* ------------------------------------------------------------------------ */
 /* Locks                                                                     */
@@ -364,6 +364,18 @@ typedef struct pool_binstats_s {
  * release, a flush, or the owner's reap), so that no two threads' live
  * objects share a span.  The lists are linked through the spans' prev and
  * next and change only under the class lock. */
+/* An inbox word (pool_own_t.xinbox): its first object, as its offset from
+ * the arena's first data page in 16-byte units (bits 0-39), the objects
+ * chained from it through their first words (bits 40-55; 0: empty), the
+ * generation of the slot's inbox (bits 56-62), which every reopening
+ * bumps, so that a free that read the word of an earlier holder of the
+ * slot, or of an owner since gone through a flush, cannot push, and
+ * CLOSED (bit 63): the cache is giving its spans up, or is dead, and no
+ * free pushes. */
+#define POOL_INBOX_COUNT_SHIFT 40
+#define POOL_INBOX_GEN_SHIFT 56
+#define POOL_INBOX_CLOSED (UINT64_C(1) << 63)
+
 typedef struct pool_own_s {
     uint32_t spans;    /* owned spans with free objects */
     uint32_t full;     /* owned spans with none */
@@ -373,6 +385,9 @@ typedef struct pool_own_s {
     int32_t remote_room; /* the remote list's length, negated: a room counted down
                           * from 0 as a bin's is from its watermark */
     uint32_t pad_;
+    uint64_t xinbox;     /* objects of this cache's spans that other caches freed,
+                          * pushed here without a lock and taken whole by the
+                          * cache (atomic; see POOL_INBOX_COUNT_SHIFT) */
 } pool_own_t;
 
 /* The thread cache.  The fast paths read base/size/pm_class from here so a

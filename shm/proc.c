@@ -204,11 +204,12 @@ pool_tcache_sh_t *pool_thread_setup_(void)
         uint16_t tag = tag_of_slot(proc_slot >= 0 ? proc_slot : (int)i);
         slot->tag = tag;
         pool_tcache_sh_t *tc = &a->tcaches[i];
+        /* Before the inboxes open: a free that finds one open reads it. */
+        tc->tag = tag;
         if (!pool_tcache_init_(a, tc, (uint16_t)i)) {
             pool_slot_release_(slot);
             return NULL;
         }
-        tc->tag = tag;
         pool_tls_tcache_ = tc;
         pthread_setspecific(thread_key, slot);
         return tc;

@@ -66,7 +66,47 @@ static bool reap_release(reap_t *rp, unsigned cls, void *p)
     return pool_central_release_one_(rp->a, cls, p, rp->mover, &rp->leaving);
 }
 
-/* Give one dead thread cache back, object by object: its bins and its
+/* Close a dead cache's inbox of class cls and give its objects back, as
+ * its bins' are given back (reap_cache): the closed word, which no free
+ * writes, follows the released objects under the journal.  A thread killed
+ * while its empty bin took the inbox left the chain in both (tcache.c's
+ * inbox_take): the walk stops at the bin's head, whose walk takes the
+ * rest. */
+static void reap_inbox(reap_t *rp, pool_tcache_sh_t *tc, unsigned cls)
+{
+    pool_arena_t *a = rp->a;
+    uint64_t *box = &tc->own[cls].xinbox;
+    uint64_t w = pool_atomic_or_acquire(box, POOL_INBOX_CLOSED) | POOL_INBOX_CLOSED;
+    if (pool_inbox_count(w) == 0)
+        return;
+    pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
+    size_t size = pool_classes_[cls].size;
+    bool bin = false;
+    pool_journal_begin_(j, POOL_OP_REAP);
+    for (void *p; (p = pool_inbox_first(a->data, *box)) != NULL;) {
+        uint32_t oi;
+        pool_span_sh_t *s = pool_object_span_(a, p, &oi);
+        bin = p == tc->heads[cls];
+        if (bin || s == NULL || !pool_bin_holds(tc, p))
+            break;
+        void *next = *(void **)p;
+        pool_journal_step_(j);
+        if (!reap_release(rp, cls, p))
+            break;
+        POOL_JSET(j, *box, pool_inbox_word(a->data, *box, next, pool_inbox_count(*box) - 1));
+        drop_held(s, oi);
+        rp->rec.cached += size;
+    }
+    if (pool_inbox_count(*box) > 0) {
+        if (!bin)
+            rp->rec.leaked += (size_t)pool_inbox_count(*box) * size;
+        pool_journal_step_(j);
+        POOL_JSET(j, *box, pool_inbox_word(a->data, *box, NULL, 0));
+    }
+    pool_journal_commit_(j);
+}
+
+/* Give one dead thread cache back, object by object: its inboxes, bins and
  * remote lists, then the spans it owned are given up.  Each object's
  * release and the bin's advance past it are one step of one journaled
  * operation, so a reaper that dies leaves the bin exactly at the first
@@ -83,6 +123,8 @@ static bool reap_release(reap_t *rp, unsigned cls, void *p)
 static void reap_cache(reap_t *rp, pool_tcache_sh_t *tc)
 {
     pool_arena_t *a = rp->a;
+    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
+        reap_inbox(rp, tc, cls);
     for (unsigned k = 2; k < 2 * POOL_NCLASSES; k++) {
         unsigned cls = k / 2;
         pool_list_t l = pool_tcache_list(tc, cls, k % 2 == 1);

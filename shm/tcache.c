@@ -12,7 +12,10 @@
  * The cache owns the spans it takes objects from (central.c), and its page
  * map, private to the thread, holds the class of their pages only: free's
  * fast path pushes only objects of its own spans, and every other object
- * takes the slow path, which sends it back towards its span.
+ * takes the slow path, which pushes it onto its owner's inbox (one
+ * compare-and-swap, no lock), whence the owner takes it whole when its bin
+ * runs dry, or, when the inbox is closed or full or the object changed
+ * hands, sends it back towards its span.
  */
 #include "alloc.h"
 
@@ -24,6 +27,16 @@
  * the slot's first use and zeroed when a thread takes the slot again (a
  * forked child's copies too: it is another holder). */
 static uint8_t *private_maps[POOL_MAX_SLOTS];
+
+/* Open tc's inbox of class cls, empty, in a generation of its own: a free
+ * that read the word before cannot push.  Its holder's tag is set before,
+ * for a free that reads the new word reads the tag after it. */
+static void inbox_reopen(pool_tcache_sh_t *tc, unsigned cls)
+{
+    uint64_t *box = &tc->own[cls].xinbox;
+    uint64_t gen = (pool_atomic_load_relaxed(box) >> POOL_INBOX_GEN_SHIFT) + 1;
+    pool_atomic_store_release(box, (gen & 0x7f) << POOL_INBOX_GEN_SHIFT);
+}
 
 bool pool_tcache_init_(pool_arena_t *a, pool_tcache_sh_t *tc, uint16_t slot)
 {
@@ -54,6 +67,7 @@ bool pool_tcache_init_(pool_arena_t *a, pool_tcache_sh_t *tc, uint16_t slot)
         tc->bins[cls].misalign = (align < POOL_PAGE_SIZE ? align : POOL_PAGE_SIZE) - 1;
         tc->own[cls].remote = NULL;
         tc->own[cls].remote_room = 0;
+        inbox_reopen(tc, cls);
     }
     return true;
 }
@@ -113,6 +127,90 @@ static void release_chain(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, p
         release(a, tc, cls, objs, n);
 }
 
+/* Close tc's inbox of class cls, before the cache gives its spans up, and
+ * give what it holds back, a release at a time: a free that finds it
+ * closed sends its object towards the span instead, and a free that read
+ * it open fails its compare-and-swap.  The word follows the cut object by
+ * object, as a bin's head does, so that a reaper finds the rest. */
+static void inbox_close(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
+{
+    uint64_t *box = &tc->own[cls].xinbox;
+    uint64_t w = pool_atomic_or_acquire(box, POOL_INBOX_CLOSED) | POOL_INBOX_CLOSED;
+    void *objs[POOL_RELEASE_MAX];
+    while (pool_inbox_count(w) > 0) {
+        uint32_t k = 0;
+        for (; k < POOL_RELEASE_MAX && pool_inbox_count(w) > 0; k++) {
+            POOL_CRASH_POINT("tcache.cut");
+            void *p = held(tc, pool_inbox_first(tc->base, w));
+            objs[k] = p;
+            w = pool_inbox_word(tc->base, w, *(void **)p, pool_inbox_count(w) - 1);
+            pool_atomic_store_release(box, w);
+        }
+        release(a, tc, cls, objs, k);
+    }
+}
+
+/* An empty bin of class cls takes tc's inbox whole: the objects are still
+ * handed out in their spans' bitmaps, so neither lock nor bitmap is
+ * touched.  The bin is written before the inbox is emptied, so that a
+ * reaper of a thread killed in between finds the chain in both and takes
+ * it once (reap.c).  False when the inbox is empty. */
+static bool inbox_take(pool_tcache_sh_t *tc, unsigned cls)
+{
+    uint64_t *box = &tc->own[cls].xinbox;
+    uint64_t w = pool_atomic_load_acquire(box);
+    do {
+        uint32_t n = pool_inbox_count(w);
+        if (n == 0)
+            return false;
+        tc->heads[cls] = pool_inbox_first(tc->base, w);
+        tc->bins[cls].room = (int32_t)(tc->watermark[cls] - n);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        POOL_CRASH_POINT("tcache.inbox_take");
+    } while (!pool_atomic_cas(box, &w, pool_inbox_word(tc->base, w, NULL, 0)));
+    if (pool_config_stats)
+        tc->stats[cls].misses++;
+    return true;
+}
+
+/* Free p, object oi of span s, which another cache owns, onto that
+ * cache's inbox: false, nothing done, when s has no owner, the inbox is
+ * closed or holds as many objects as its bin may, or p carries another
+ * tag than the owner's process's (it changed hands: pool_adopt).  The
+ * object keeps its tag, so a reap of the owner's process takes it wherever
+ * it is, and a reap of ours never does.  The owner and the inbox word are
+ * read in that order, the owner again after the word: an owner that gives
+ * its spans up closes its inbox first, and a new generation opens it, so
+ * a push that succeeds went to the cache that owned s when the word was
+ * read, and the inbox holds only objects of spans its cache owns. */
+static bool inbox_push(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls,
+                       const pool_span_sh_t *s, uint32_t oi, void *p)
+{
+    uint16_t h = pool_atomic_load_relaxed(&s->holder);
+    if (h == 0 || h > POOL_MAX_SLOTS)
+        return false;
+    pool_tcache_sh_t *o = &a->tcaches[h - 1];
+    uint64_t *box = &o->own[cls].xinbox;
+    uint64_t w = pool_atomic_load_acquire(box);
+    if (pool_atomic_load_acquire(&s->holder) != h ||
+        pool_atomic_load_relaxed(pool_owner_of(a, s, oi)) != pool_tag_byte(o->tag))
+        return false;
+    /* Marked as in the owner's cache: a second free of it. */
+    if (*pool_obj_mark(p) == o)
+        pool_fatal_("free(): double free of %p (class %u, in another thread's cache)", p, cls);
+    void **link = p;
+    uint32_t n;
+    do {
+        n = pool_inbox_count(w);
+        if ((w & POOL_INBOX_CLOSED) || n >= o->watermark[cls])
+            return false;
+        link[1] = o;
+        link[0] = pool_inbox_first(tc->base, w);
+        POOL_CRASH_POINT("tcache.inbox_push");
+    } while (!pool_atomic_cas(box, &w, pool_inbox_word(tc->base, w, p, n + 1)));
+    return true;
+}
+
 void pool_tcache_flush_(pool_arena_t *a, pool_tcache_sh_t *tc)
 {
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
@@ -120,7 +218,9 @@ void pool_tcache_flush_(pool_arena_t *a, pool_tcache_sh_t *tc)
         tc->bins[cls].room = (int32_t)tc->watermark[cls];
         tc->batch[cls] = 1;
         release_chain(a, tc, cls, pool_tcache_list(tc, cls, true));
+        inbox_close(a, tc, cls);
         pool_central_disown_(a, cls, tc);
+        inbox_reopen(tc, cls);
     }
 }
 
@@ -141,6 +241,8 @@ void pool_thread_scavenge(void)
         return;
     pool_guard_enter();
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
+        if (tc->heads[cls] == NULL)
+            inbox_take(tc, cls);
         uint32_t len = pool_bin_len(tc, cls);
         if (len == 0)
             continue;
@@ -249,16 +351,27 @@ static bool refill(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
 
 void *pool_tcache_alloc_(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
 {
-    if (tc->heads[cls] == NULL && !refill(a, tc, cls))
+    if (tc->heads[cls] == NULL && !inbox_take(tc, cls) && !refill(a, tc, cls))
         return NULL;
     return pool_bin_pop(tc, cls);
+}
+
+/* Abort when p is on the chain of tc's objects from first, len long. */
+static void not_listed(pool_tcache_sh_t *tc, void *first, uint32_t len, unsigned cls,
+                       const void *p)
+{
+    uint32_t n = 0;
+    for (void *q = first; q != NULL && n <= len; q = *(void **)q, n++)
+        if (held(tc, q) == p)
+            pool_fatal_("free(): double free of %p (class %u, in the thread cache)", p, cls);
 }
 
 /* Release builds: what free's fast path left unchecked or found suspect
  * (pool_free_fast), checked in full before p, object oi of span s, joins
  * bin (of tc): p is an object of class cls, handed out (its span's bit
  * says so; no lock is needed to see that a caller's own object is), and
- * not already in the bin (a walk only when p carries this cache's mark).
+ * not already in the bin or the inbox (a walk only when p carries this
+ * cache's mark).
  * Aborts naming p.  Debug builds check the same in pool_debug_on_free_. */
 static void check_free(pool_tcache_sh_t *tc, pool_list_t l, unsigned cls,
                        const pool_span_sh_t *s, uint32_t oi, void *p)
@@ -269,10 +382,9 @@ static void check_free(pool_tcache_sh_t *tc, pool_list_t l, unsigned cls,
         pool_fatal_("free(): double free of %p (class %u)", p, cls);
     if (*pool_obj_mark(p) != tc)
         return;
-    uint32_t n = 0, len = pool_list_len(l);
-    for (void *q = *l.head; q != NULL && n <= len; q = *(void **)q, n++)
-        if (held(tc, q) == p)
-            pool_fatal_("free(): double free of %p (class %u, in the thread cache)", p, cls);
+    uint64_t w = pool_atomic_load_acquire(&tc->own[cls].xinbox);
+    not_listed(tc, *l.head, pool_list_len(l), cls, p);
+    not_listed(tc, pool_inbox_first(tc->base, w), pool_inbox_count(w), cls, p);
 }
 
 void pool_tcache_free_(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, void *p)
@@ -287,6 +399,8 @@ void pool_tcache_free_(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, void
         check_free(tc, l, cls, s, oi, p);
     if (pool_config_stats)
         tc->stats[cls].frees++;
+    if (!mine && s != NULL && inbox_push(a, tc, cls, s, oi, p))
+        return;
     if (!mine && !pool_owner_take(a, s, oi, tc->tag)) {
         /* Its tag changed under us (a pool_adopt, a detach): straight
          * back under the class lock. */

@@ -473,33 +473,53 @@ static bool handed_out(void *p)
     return s->bitmap[oi / 64] & (UINT64_C(1) << (oi % 64));
 }
 
-/* Thread B frees A's blocks: they wait on B's remote list, go back to
- * their span when B's cache goes (its exit), and A, whose span it stays,
- * allocates them again; B never hands them out. */
-START_TEST(test_remote_free_goes_back_to_owner)
+/* Objects in the calling thread's inbox of a size's class. */
+static uint32_t inbox_of(size_t size)
+{
+    return pool_inbox_count(pool_tls_tcache_->own[pool_sizeclass_of(size)].xinbox);
+}
+
+/* REMOTE_N blocks of 64 B allocated here, freed by another thread, into
+ * *r; returns the span of the first. */
+static pool_span_sh_t *freed_in_a_thread(remote_t *r)
+{
+    memset(r, 0, sizeof *r);
+    for (int i = 0; i < REMOTE_N; i++)
+        r->blocks[i] = pool_malloc(64);
+    uint32_t oi;
+    pool_span_sh_t *s = pool_object_span_(&pool_arena_, r->blocks[0], &oi);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, remote_free_body, r), 0);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    return s;
+}
+
+/* Thread B frees A's blocks: they go onto A's inbox, still handed out in
+ * their span (no trip to it under the class lock) and on none of B's
+ * lists; A's bin, once empty, takes them whole and hands them out again
+ * before any other. */
+START_TEST(test_remote_free_into_owners_inbox)
 {
     remote_t r;
-    memset(&r, 0, sizeof r);
-    for (int i = 0; i < REMOTE_N; i++)
-        r.blocks[i] = pool_malloc(64);
-    uint32_t oi;
-    pool_span_sh_t *s = pool_object_span_(&pool_arena_, r.blocks[0], &oi);
+    pool_span_sh_t *s = freed_in_a_thread(&r);
     ck_assert_uint_eq(s->holder, pool_slot() + 1);
-    pthread_t t;
-    ck_assert_int_eq(pthread_create(&t, NULL, remote_free_body, &r), 0);
-    ck_assert_int_eq(pthread_join(t, NULL), 0);
-    ck_assert_uint_eq(r.pending, REMOTE_N);
+    ck_assert_uint_eq(r.pending, 0);
     ck_assert_uint_eq(r.cached, 0);
+    ck_assert_uint_eq(inbox_of(64), REMOTE_N);
     for (int i = 0; i < REMOTE_N; i++)
-        ck_assert_msg(!handed_out(r.blocks[i]), "block %d still handed out", i);
-    ck_assert_uint_eq(s->holder, pool_slot() + 1);
+        ck_assert_msg(handed_out(r.blocks[i]), "block %d went back to its span", i);
     pool_test_assert_consistent();
-    /* What A's bin holds first, then its span's free objects again. */
+    pool_test_assert_bytes_add_up();
+    /* What A's bin holds first, then the inbox's blocks, none fetched. */
     uint32_t ahead = len_of(64);
+    uint64_t fetches = pool_arena_.cstats[pool_sizeclass_of(64)].fetches;
     void *again[POOL_FETCH_MAX + REMOTE_N];
     ck_assert_uint_le(ahead, POOL_FETCH_MAX);
     for (uint32_t i = 0; i < ahead + REMOTE_N; i++)
         again[i] = pool_malloc(64);
+    ck_assert_uint_eq(inbox_of(64), 0);
+    if (pool_config_stats)
+        ck_assert_uint_eq(pool_arena_.cstats[pool_sizeclass_of(64)].fetches, fetches);
     for (int i = 0; i < REMOTE_N; i++) {
         bool found = false;
         for (uint32_t k = 0; k < ahead + REMOTE_N && !found; k++)
@@ -512,12 +532,32 @@ START_TEST(test_remote_free_goes_back_to_owner)
 }
 END_TEST
 
-/* Thread B holds A's blocks on its remote list when A gives their span up
- * (a flush) and B takes the span over: the blocks wait on B's remote list
- * for a span that is now B's own, which the heap check takes as it is. */
+/* A's inbox holds B's frees when A flushes: they go back to their span
+ * with A's others, and the span is no one's. */
+START_TEST(test_inbox_given_back_by_flush)
+{
+    remote_t r;
+    pool_span_sh_t *s = freed_in_a_thread(&r);
+    ck_assert_uint_eq(inbox_of(64), REMOTE_N);
+    pool_thread_flush();
+    ck_assert_uint_eq(inbox_of(64), 0);
+    ck_assert_uint_eq(s->holder, 0);
+    for (int i = 0; i < REMOTE_N; i++)
+        ck_assert_msg(!handed_out(r.blocks[i]), "block %d still handed out", i);
+    pool_test_assert_consistent();
+    /* Open again: the next thread's frees land there. */
+    freed_in_a_thread(&r);
+    ck_assert_uint_eq(inbox_of(64), REMOTE_N);
+    pool_test_assert_consistent();
+}
+END_TEST
+
+/* A flushes, so its span is no one's, while its blocks live on; B frees
+ * them onto its remote list (no owner, no inbox) and takes the span over:
+ * the blocks wait on B's remote list for a span that is now B's own, which
+ * the heap check takes as it is. */
 typedef struct takeover_s {
     remote_t r;
-    volatile int step; /* 1: B freed the blocks; 2: A flushed */
     pool_span_sh_t *span;
     uint16_t holder;   /* the span's holder after B's fetch */
     char msg[200];
@@ -528,9 +568,6 @@ static void *takeover_body(void *arg)
 {
     takeover_t *t = arg;
     remote_free_body(&t->r);
-    t->step = 1;
-    while (t->step != 2)
-        sched_yield();
     void *p = pool_malloc(64);
     t->holder = t->span->holder;
     t->check = pool_check(t->msg, sizeof t->msg);
@@ -546,14 +583,12 @@ START_TEST(test_remote_list_of_a_span_taken_over)
         t.r.blocks[i] = pool_malloc(64);
     uint32_t oi;
     t.span = pool_object_span_(&pool_arena_, t.r.blocks[0], &oi);
-    pthread_t th;
-    ck_assert_int_eq(pthread_create(&th, NULL, takeover_body, &t), 0);
-    while (t.step != 1)
-        sched_yield();
     pool_thread_flush();
     ck_assert_uint_eq(t.span->holder, 0);
-    t.step = 2;
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, takeover_body, &t), 0);
     ck_assert_int_eq(pthread_join(th, NULL), 0);
+    ck_assert_uint_eq(t.r.pending, REMOTE_N);
     ck_assert_uint_ne(t.holder, 0);
     ck_assert_uint_ne(t.holder, pool_slot() + 1);
     ck_assert_msg(t.check == 0, "pool_check in the thread that took the span over: %s", t.msg);
@@ -571,8 +606,8 @@ static void *remote_pending_body(void *arg)
     return NULL;
 }
 
-/* A process dies while one of its threads holds another thread's blocks
- * on its remote list: the reap gives them back, and nothing leaks. */
+/* A process dies while a thread's inbox holds the blocks another of its
+ * threads freed: the reap gives them back as cached, and nothing leaks. */
 START_TEST(test_remote_frees_pending_at_death)
 {
     pool_usage_t u;
@@ -596,7 +631,7 @@ START_TEST(test_remote_frees_pending_at_death)
             _exit(2);
         while (!r.freed)
             sched_yield();
-        if (r.pending != REMOTE_N)
+        if (r.pending != 0 || inbox_of(64) != REMOTE_N)
             _exit(3);
         *owner_bin = len_of(64);
         raise(SIGKILL);
@@ -604,10 +639,88 @@ START_TEST(test_remote_frees_pending_at_death)
     pool_test_assert_killed(pid, "the process with remote frees pending");
     pool_reap_report_t rep;
     ck_assert_int_eq(pool_reap(pid, &rep), 0);
-    /* Its bin and the other thread's remote list, nothing else. */
+    /* Its bin and its inbox, nothing else. */
     ck_assert_uint_eq(rep.cached, (uint64_t)(*owner_bin + REMOTE_N) * 64);
     ck_assert_uint_eq(rep.leaked, 0);
     munmap(owner_bin, sizeof *owner_bin);
+    pool_test_assert_settled(in_use);
+}
+END_TEST
+
+/* A child that attaches (0 in the child, with 10 s to live), or its pid. */
+static pid_t fork_attached(void)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        alarm(10);
+        if (pool_attach() != 0)
+            _exit(1);
+    }
+    return pid;
+}
+
+/* Processes O and F, and what O left for the test to read. */
+typedef struct xproc_s {
+    void *blocks[REMOTE_N];
+    uint32_t owner_bin;    /* O's bin of 64-byte blocks at its death */
+    uint32_t owner_inbox;  /* its inbox */
+    volatile int step;     /* 1: O allocated; 2: F is reaped, O reports */
+} xproc_t;
+
+/* Blocks F frees before it dies: in debug builds it dies inside the next
+ * push (the crash point's fifth hit), its block linked and not yet on the
+ * inbox. */
+#define XPROC_PUSHED 4
+
+/* O allocates REMOTE_N blocks and hands them to F, another process, which
+ * dies while it frees them onto O's inbox.  F's reap finds nothing of its
+ * own; the block of the push it died in stays handed out, O's (a leak only
+ * while O lives on: its tag is O's).  Then O dies with a full inbox: its
+ * reap gives the inbox back as cached and every block F did not push as
+ * live, and nothing leaks. */
+START_TEST(test_freer_killed_mid_push_then_owner)
+{
+    pool_usage_t u;
+    pool_usage(&u);
+    size_t in_use = u.in_use;
+    xproc_t *x = mmap(NULL, sizeof *x, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(x, MAP_FAILED);
+    memset(x, 0, sizeof *x);
+    pid_t owner = fork_attached();
+    if (owner == 0) {
+        for (int i = 0; i < REMOTE_N; i++)
+            x->blocks[i] = pool_malloc(64);
+        x->step = 1;
+        while (x->step != 2)
+            sched_yield();
+        x->owner_bin = len_of(64);
+        x->owner_inbox = inbox_of(64);
+        raise(SIGKILL);
+    }
+    while (x->step != 1)
+        sched_yield();
+    pid_t freer = fork_attached();
+    if (freer == 0) {
+        setenv("SHMPOOL_CRASH", "tcache.inbox_push:5", 1);
+        pool_crash_config_();
+        for (int i = 0; i < XPROC_PUSHED + (POOL_CONFIG_DEBUG > 0); i++)
+            pool_free(x->blocks[i]);
+        raise(SIGKILL);
+    }
+    pool_test_assert_killed(freer, "the freer");
+    pool_reap_report_t rep;
+    ck_assert_int_eq(pool_reap(freer, &rep), 0);
+    ck_assert_uint_eq(rep.cached + rep.live + rep.leaked, 0);
+    pool_test_assert_consistent();
+    x->step = 2;
+    pool_test_assert_killed(owner, "the owner");
+    ck_assert_uint_eq(x->owner_inbox, XPROC_PUSHED);
+    ck_assert_int_eq(pool_reap(owner, &rep), 0);
+    ck_assert_uint_eq(rep.cached, (uint64_t)(x->owner_bin + XPROC_PUSHED) * 64);
+    ck_assert_uint_eq(rep.live, (uint64_t)(REMOTE_N - XPROC_PUSHED) * 64);
+    ck_assert_uint_eq(rep.leaked, 0);
+    munmap(x, sizeof *x);
     pool_test_assert_settled(in_use);
 }
 END_TEST
@@ -626,7 +739,8 @@ Suite *make_tcache_suite(void)
     tcase_add_test(tc, test_thread_exit_destructors_after_ours);
     tcase_add_test(tc, test_fork_child_detaches);
     tcase_add_test(tc, test_stats_json);
-    tcase_add_test(tc, test_remote_free_goes_back_to_owner);
+    tcase_add_test(tc, test_remote_free_into_owners_inbox);
+    tcase_add_test(tc, test_inbox_given_back_by_flush);
     tcase_add_test(tc, test_remote_list_of_a_span_taken_over);
     tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);
@@ -634,6 +748,7 @@ Suite *make_tcache_suite(void)
     tc = tcase_create("processes");
     tcase_add_checked_fixture(tc, pool_test_create, pool_test_destroy);
     tcase_add_test(tc, test_remote_frees_pending_at_death);
+    tcase_add_test(tc, test_freer_killed_mid_push_then_owner);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("misuse");

@@ -29,6 +29,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -416,8 +417,46 @@ static void scavenge_quiet(void)
     pool_thread_scavenge();
 }
 
+/* Blocks another thread frees: onto the inbox of the worker's cache. */
+typedef struct handed_s {
+    void *p[64];
+    unsigned n;
+} handed_t;
+
+static void *free_handed(void *arg)
+{
+    handed_t *h = arg;
+    for (unsigned i = 0; i < h->n; i++)
+        pool_free(h->p[i]);
+    return NULL;
+}
+
+/* Hand up to 64 of the small blocks of live[0..*n) to a thread that frees
+ * them, checked first; they leave live[].  Returns false when one is
+ * broken. */
+static bool free_in_thread(block_t *live, unsigned *n)
+{
+    static handed_t h;
+    bool ok = true;
+    h.n = 0;
+    for (unsigned i = 0; i < *n && h.n < 64;) {
+        if (live[i].size > 1024) {
+            i++;
+            continue;
+        }
+        ok &= pattern_intact((void *)live[i].p, live[i].size, live[i].seed);
+        h.p[h.n++] = (void *)live[i].p;
+        live[i] = live[--*n];
+    }
+    pthread_t t;
+    if (pthread_create(&t, NULL, free_handed, &h) != 0 || pthread_join(t, NULL) != 0)
+        return false;
+    return ok;
+}
+
 /* Ordinary work that reaches every crash point a worker can die at:
- * fetches, new spans, releases (a scavenge's too), big spans taken,
+ * fetches, new spans, releases (a scavenge's too), frees of its blocks by
+ * another thread onto its inboxes and their reuse, big spans taken,
  * carved, merged on either side and given back, pages returned.  Checks
  * its own blocks; returns false when one is broken. */
 static bool work(uint64_t seed, unsigned rounds)
@@ -450,6 +489,8 @@ static bool work(uint64_t seed, unsigned rounds)
         }
         if (r % 4 == 1)
             scavenge_quiet();
+        if (r % 4 == 2)
+            ok &= free_in_thread(live, &n);
         if (r % 4 == 3) {
             pool_thread_flush();
             pool_pageheap_trim_(&pool_arena_);
