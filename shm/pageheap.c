@@ -246,6 +246,22 @@ uint64_t pool_pageheap_cushion_(const pool_pageheap_sh_t *ph)
     return keep;
 }
 
+/* Give back the OS pages of owner tags that lie wholly in the rows of free
+ * span s: a burst's small spans leave their rows written, 512 bytes a page,
+ * and no one reads a free page's row (a span's objects are tagged as they
+ * are handed out), so they would stay resident after the pages themselves
+ * went back.  They read back as POOL_NO_TAG. */
+static void return_owner_rows(pool_arena_t *a, const pool_span_sh_t *s)
+{
+    uintptr_t page = pool_prim_os_page_size_();
+    uintptr_t lo = (uintptr_t)&a->owners[(size_t)s->start * POOL_OWNER_ROW];
+    uintptr_t hi = lo + (size_t)s->npages * POOL_OWNER_ROW;
+    lo = (lo + page - 1) & ~(page - 1);
+    hi &= ~(page - 1);
+    if (lo < hi)
+        pool_prim_remove_((void *)lo, hi - lo, a->hdr->shared);
+}
+
 /* Give a free span's pages back to the OS.  Returning pages twice (after
  * an undo) is harmless: they are free. */
 static void return_span(pool_arena_t *a, pool_span_sh_t *s)
@@ -254,6 +270,7 @@ static void return_span(pool_arena_t *a, pool_span_sh_t *s)
     pool_journal_sh_t *j = ph_journal(a);
     pool_prim_remove_(pool_span_addr(a, s), (size_t)s->npages << POOL_PAGE_SHIFT,
                       a->hdr->shared);
+    return_owner_rows(a, s);
     POOL_CRASH_POINT("pageheap.release");
     POOL_JSET(j, s->returned, 1);
     POOL_JSET(j, ph->returned_pages, ph->returned_pages + s->npages);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "check_pool.h"
 #include "../programs/pattern.h"
@@ -242,6 +243,36 @@ START_TEST(test_release_to_os)
 }
 END_TEST
 
+/* Giving a span back gives back the owner tags of its pages too, the OS
+ * pages of them that lie wholly in its rows: a burst of small spans
+ * writes them, and they would stay resident after their pages left. */
+START_TEST(test_release_gives_back_owner_rows)
+{
+    pool_arena_t *a = &pool_arena_;
+    uint32_t n = 64;
+    uint32_t s = take(n);
+    uint32_t guard = take(1);
+    uint8_t *row = &a->owners[(size_t)a->spans[s].start * POOL_OWNER_ROW];
+    size_t len = (size_t)n * POOL_OWNER_ROW;
+    memset(row, 7, len);
+    pool_pageheap_free_(a, s);
+    pool_pageheap_trim_(a);
+    uintptr_t page = pool_prim_os_page_size_();
+    uintptr_t lo = ((uintptr_t)row + page - 1) & ~(page - 1);
+    uintptr_t hi = ((uintptr_t)row + len) & ~(page - 1);
+    ck_assert_uint_lt(lo, hi);
+    unsigned char in[64];
+    ck_assert_uint_le((hi - lo) / page, sizeof in);
+    ck_assert_int_eq(mincore((void *)lo, hi - lo, in), 0);
+    for (size_t i = 0; i < (hi - lo) / page; i++)
+        ck_assert_msg(!(in[i] & 1), "owner page %zu of a returned span is resident", i);
+    for (const uint8_t *p = (const uint8_t *)lo; p < (const uint8_t *)hi; p++)
+        ck_assert_uint_eq(*p, POOL_NO_TAG);
+    pool_pageheap_free_(a, guard);
+    pool_test_assert_consistent();
+}
+END_TEST
+
 /* Decay: pages freed within a period stay mapped; what stayed free through
  * a whole period, beyond the cushion, goes back at its end.  The periods
  * are ended by moving their start back rather than by waiting. */
@@ -403,6 +434,7 @@ Suite *make_pageheap_suite(void)
     tcase_add_test(tc, test_aligned_spans);
     tcase_add_test(tc, test_big_requests);
     tcase_add_test(tc, test_release_to_os);
+    tcase_add_test(tc, test_release_gives_back_owner_rows);
     tcase_add_test(tc, test_decay_returns_what_stayed_free);
     tcase_add_test(tc, test_burst_kept_until_decay);
     tcase_add_test(tc, test_cushion_follows_reuse);
