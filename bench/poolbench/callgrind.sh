@@ -180,7 +180,7 @@ case " $workloads " in
 esac
 printf '%-12s' allocator
 for w in $workloads; do
-    if [ -n "$(request_opt "$w")" ]; then printf '%14s' "$w/r$request"; else printf '%14s' "$w"; fi
+    if [ -n "$(request_opt "$w")" ]; then printf ' %14s' "$w/r$request"; else printf ' %14s' "$w"; fi
 done
 printf '\n'
 for w in $workloads; do
@@ -202,18 +202,18 @@ for a in $allocators; do
     printf '%-12s' "$a"
     for w in $workloads; do
         if ! runs "$a" "$w"; then
-            printf '%14s' n/a
+            printf ' %14s' n/a
             continue
         fi
         s=$(slope "$a" "$w") || exit 1
         eval "l=\$loop_$w"
-        awk -v s="$s" -v l="$l" 'BEGIN { printf "%14.1f", s - l }'
+        awk -v s="$s" -v l="$l" 'BEGIN { printf " %14.1f", s - l }'
     done
     printf '\n'
 done
 printf '%-12s' "(loop)"
 for w in $workloads; do
     eval "l=\$loop_$w"
-    printf '%14s' "$l"
+    printf ' %14s' "$l"
 done
 printf '\n'
