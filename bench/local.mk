@@ -13,8 +13,8 @@ EXTRA_DIST += bench/ab/ablib/__init__.py bench/ab/ablib/arms.py bench/ab/ablib/c
 	bench/ab/ablib/ladder.py bench/ab/ablib/meta.py bench/ab/ablib/passes.py \
 	bench/ab/ablib/plots.py bench/ab/ablib/report.py bench/ab/ablib/servers.py
 
-# prefork: nginx, PostgreSQL and Apache on every allocator.
-EXTRA_DIST += bench/prefork/prefork
+# prefork: nginx, PostgreSQL, Apache, gunicorn (on its WSGI app) and Redis on every allocator.
+EXTRA_DIST += bench/prefork/prefork bench/prefork/wsgiapp.py
 
 # kill-soak: SIGKILLs workers under wrk load and reports what recovery costs.
 EXTRA_DIST += bench/kill-soak/kill-soak bench/kill-soak/kill-soak.lua

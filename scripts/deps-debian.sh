@@ -6,7 +6,7 @@ set -eu
 export DEBIAN_FRONTEND=noninteractive
 
 # The servers tests/servers/ and bench/prefork/prefork run (nginx, PostgreSQL 15 and
-# its pgbench, Apache, Redis and its tools) start their own instances in
+# its pgbench, Apache, gunicorn, Redis and its tools) start their own instances in
 # temporary directories.
 # Their packages would start services on install, on ports the tests do
 # not use but others may (and a second server on port 80 fails its
@@ -25,7 +25,7 @@ apt-get install -y -qq --no-install-recommends \
     libevent-dev libhttp-parser-dev check \
     mandoc valgrind python3 git \
     wrk libjemalloc-dev libgoogle-perftools-dev libmimalloc-dev gnuplot-nox \
-    nginx-light postgresql-15 apache2 redis-server redis-tools curl procps \
+    nginx-light postgresql-15 apache2 python3-gunicorn redis-server redis-tools curl procps \
     >/dev/null
 
 # Nothing of theirs may run or start at boot: stop the services wherever a
