@@ -17,7 +17,8 @@ per request over all the workers' threads), callgrind (instructions per
 request summed over the worker processes, each file holding all its
 threads) and the stats build of each pool arm (S or S-spin with the same
 flags and environment: hit rate, lock acquisitions, contended ones and
-their wait, per size class).
+their wait and how long each lock was held, per size class).
+--ladder-passes runs some of the three only.
 """
 
 import dataclasses
@@ -103,9 +104,11 @@ def stats_plan(a):
 
 
 def variants(a):
-    """The builds the ladder needs."""
-    return {"B"} | {LOCKS[x] for x in a.ladder_locks} | {STATS_VARIANT[LOCKS[x]]
-                                                         for x in a.ladder_locks}
+    """The builds the ladder's passes need (B also for bench/ab/nreq)."""
+    timed = {"timed", "ir"} & set(a.ladder_passes)
+    return ({"B"} | ({LOCKS[x] for x in a.ladder_locks} if timed else set())
+            | ({STATS_VARIANT[LOCKS[x]] for x in a.ladder_locks}
+               if "stats" in a.ladder_passes else set()))
 
 
 def arm_cells(a):
@@ -119,19 +122,24 @@ def fixed_s(a):
     n = sum(a.ladder_ir_requests)
     ir = sum(2 * IR_START_S + n * IR_REQUEST_S[c.workload] for c in cells(a) for _ in c.arms)
     stats = len(stats_plan(a)) * 3
-    return ir + stats
+    return ir * ("ir" in a.ladder_passes) + stats * ("stats" in a.ladder_passes)
 
 
 def ladder_pass(a, nreq_bin, tmpdir, out):
-    """The ladder's timed cells, callgrind and stats, into ladder-*.csv."""
+    """The ladder's timed cells, callgrind and stats (those of
+    a.ladder_passes), into ladder-*.csv."""
     cs = cells(a)
-    timed_pass(a, cs, nreq_bin, tmpdir, out, a.ladder_warmup, a.ladder_duration, PREFIX)
-    ir_pass(a, cs, nreq_bin, tmpdir, out, a.ladder_ir_requests, PREFIX)
-    stats_pass(a, stats_plan(a), nreq_bin, tmpdir, out, a.ladder_stats_requests, PREFIX)
+    if "timed" in a.ladder_passes:
+        timed_pass(a, cs, nreq_bin, tmpdir, out, a.ladder_warmup, a.ladder_duration, PREFIX)
+    if "ir" in a.ladder_passes:
+        ir_pass(a, cs, nreq_bin, tmpdir, out, a.ladder_ir_requests, PREFIX)
+    if "stats" in a.ladder_passes:
+        stats_pass(a, stats_plan(a), nreq_bin, tmpdir, out, a.ladder_stats_requests, PREFIX)
 
 
 def settings(a):
     return {"workers": a.ladder_workers, "conc": a.ladder_conc, "locks": a.ladder_locks,
             "tcache": a.ladder_tcache, "warmup_s": a.ladder_warmup,
             "duration_s": a.ladder_duration, "ir_requests": a.ladder_ir_requests,
-            "stats_requests": a.ladder_stats_requests, "arms": arm_table(a)}
+            "stats_requests": a.ladder_stats_requests, "passes": a.ladder_passes,
+            "arms": arm_table(a)}

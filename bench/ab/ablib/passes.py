@@ -28,11 +28,12 @@ IR_FIELDS = ["arm", "n1", "n2", "ir1", "ir2", "ir_per_req"]
 FN_FIELDS = ["arm", "function", "file", "object", "ir_per_req"]
 STATS_FIELDS = ["requests", "allocs", "allocs_per_req", "tcache_hit_rate",
                 "central_fetches", "central_fetches_per_kreq", "lock_acquired", "lock_contended",
-                "lock_wait_ns", "pageheap_allocs", "pageheap_contended", "big_allocs",
-                "minflt", "minflt_per_req"]
+                "lock_wait_ns", "lock_held_ns", "pageheap_allocs", "pageheap_acquired",
+                "pageheap_contended", "pageheap_held_ns", "big_allocs", "minflt", "minflt_per_req"]
 CLASS_FIELDS = ["class", "size", "allocs", "allocs_per_req",
                 "tcache_hits", "tcache_misses", "central_fetches", "central_fetched",
-                "central_releases", "spans_in", "acquired", "contended", "wait_ns"]
+                "central_releases", "spans_in", "acquired", "acquired_per_req", "contended",
+                "wait_ns", "held_ns", "held_ns_per_acq"]
 
 
 def rotated(servers, k):
@@ -165,11 +166,13 @@ def class_counters(st):
                                central_fetched=c["central_fetched"],
                                central_releases=c["central_releases"], spans_in=c["spans_in"],
                                acquired=c["lock"]["acquired"], contended=c["lock"]["contended"],
-                               wait_ns=c["lock"]["wait_ns"])
+                               wait_ns=c["lock"]["wait_ns"], held_ns=c["lock"]["held_ns"])
     big = sum(s["big_allocs"] for s in st["allocator"].get("slots", []))
     ph = st["allocator"]["pageheap"]
     return out, dict(big_allocs=big, pageheap_allocs=ph["allocs"],
-                     pageheap_contended=ph["lock"]["contended"])
+                     pageheap_acquired=ph["lock"]["acquired"],
+                     pageheap_contended=ph["lock"]["contended"],
+                     pageheap_held_ns=ph["lock"]["held_ns"])
 
 
 def counter_delta(s0, s1, s2):
@@ -245,15 +248,21 @@ def stats_pass(a, plan, nreq_bin, tmpdir, out, requests, prefix=""):
             lock_acquired=sum(c["acquired"] for c in classes.values()),
             lock_contended=sum(c["contended"] for c in classes.values()),
             lock_wait_ns=sum(c["wait_ns"] for c in classes.values()),
+            lock_held_ns=sum(c["held_ns"] for c in classes.values()),
             pageheap_allocs=glob["pageheap_allocs"],
-            pageheap_contended=glob["pageheap_contended"], big_allocs=glob["big_allocs"],
+            pageheap_acquired=glob["pageheap_acquired"],
+            pageheap_contended=glob["pageheap_contended"],
+            pageheap_held_ns=glob["pageheap_held_ns"], big_allocs=glob["big_allocs"],
             minflt=f1 - f0, minflt_per_req=f"{(f1 - f0) / n:.5f}"))
         for cls in sorted(classes):
             c = classes[cls]
             if c["allocs"] == 0 and c["central_fetches"] == 0 and c["acquired"] == 0:
                 continue
             class_rows.append(dict(c, **key, **{"class": cls},
-                                   allocs_per_req=f"{c['allocs'] / n:.3f}"))
+                                   allocs_per_req=f"{c['allocs'] / n:.3f}",
+                                   acquired_per_req=f"{c['acquired'] / n:.3f}",
+                                   held_ns_per_acq=f"{c['held_ns'] / c['acquired']:.1f}"
+                                   if c["acquired"] else ""))
         log(f"stats {' '.join(str(v) for v in key.values())}: {rows[-1]['allocs_per_req']} "
             f"allocations/request, {fetches} central fetches, {rows[-1]['lock_contended']} "
             "contended")

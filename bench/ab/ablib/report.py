@@ -640,11 +640,13 @@ def report(d):
         L += ["Per size class (classes with any activity):", ""]
         rows = [[r["workload"], r["conc"], r["class"], r["size"], r["allocs_per_req"],
                  r["tcache_misses"], r["central_fetches"], r["central_fetched"],
-                 r["central_releases"], r["acquired"], r["contended"], r["wait_ns"]]
+                 r["central_releases"], r["acquired"], r["contended"], r["wait_ns"],
+                 r.get("held_ns_per_acq") or "n/a"]
                 for r in class_rows]
         L += [md_table(["workload", "conc", "class", "size", "allocs/req", "tcache misses",
                         "central fetches", "objects fetched", "central releases",
-                        "lock acquired", "contended", "wait ns"], rows), ""]
+                        "lock acquired", "contended", "wait ns", "held ns/acquisition"],
+                       rows), ""]
         for pw, metric, png in pngs:
             if pw == "classes":
                 L.append(f"![per-class {metric}]({png})")
