@@ -36,11 +36,11 @@ echo "report: a missing result is one line and exit 1"
 # A deaths pass taken (prefork-deaths.csv) fills the deaths cells of nginx
 # and Apache; PostgreSQL's says why it is not measured.
 cat >"$tmp/results/prefork-deaths.csv" <<'CSV'
-server,arm,deaths_asked,deaths,seconds,served,failed,workers_back,answers,mem_before_kb,mem_after_kb,reaps,leaked_bytes,dead_slots,check,note
-nginx,glibc,10,10,6,42184,116,yes,yes,3269,3300,,,,,
-nginx,libshmpool,10,10,6,51396,115,yes,yes,3978,4212,10,0,0,ok,
-apache,glibc,10,10,6,7774,0,yes,yes,7090,8441,,,,,
-apache,libshmpool,10,10,6,7828,3,yes,no,10187,11656,10,0,0,ok,
+server,arm,deaths_asked,deaths,seconds,conns,served,failed,failed_other,workers_back,answers,mem_before_kb,mem_after_kb,reaps,leaked_bytes,dead_slots,check,note
+nginx,glibc,10,10,6,32,42184,116,0,yes,yes,3269,3300,,,,,
+nginx,libshmpool,10,10,6,32,51396,115,0,yes,yes,3978,4212,10,0,0,ok,
+apache,glibc,10,10,6,32,7774,0,0,yes,yes,7090,8441,,,,,
+apache,libshmpool,10,10,6,32,7828,3,1,yes,no,10187,11656,10,0,0,ok,
 CSV
 cp "$top_srcdir/bench/results/kill-soak.json" "$tmp/results/"
 python3 "$report" --no-plots --results "$tmp/results" -o "$tmp/deaths.md" || exit 1
