@@ -32,3 +32,23 @@ if [ $rc -ne 1 ] || [ "$(wc -l <"$tmp/err")" -ne 1 ] || ! grep -q 'kill-soak.jso
     exit 1
 fi
 echo "report: a missing result is one line and exit 1"
+
+# A deaths pass taken (prefork-deaths.csv) fills the deaths cells of nginx
+# and Apache; PostgreSQL's says why it is not measured.
+cat >"$tmp/results/prefork-deaths.csv" <<'CSV'
+server,arm,deaths_asked,deaths,seconds,conns,served,failed,failed_other,workers_back,answers,mem_before_kb,mem_after_kb,reaps,leaked_bytes,dead_slots,check,note
+nginx,glibc,10,10,6,32,42184,116,0,yes,yes,3269,3300,,,,,
+nginx,libshmpool,10,10,6,32,51396,115,0,yes,yes,3978,4212,10,0,0,ok,
+apache,glibc,10,10,6,32,7774,0,0,yes,yes,7090,8441,,,,,
+apache,libshmpool,10,10,6,32,7828,3,1,yes,no,10187,11656,10,0,0,ok,
+CSV
+cp "$top_srcdir/bench/results/kill-soak.json" "$tmp/results/"
+python3 "$report" --no-plots --results "$tmp/results" -o "$tmp/deaths.md" || exit 1
+if ! grep -q '^| nginx |.*| \*\*a death costs its own connections\*\*: 115 of 51,396 requests' "$tmp/deaths.md" ||
+   ! grep -q '^| Apache prefork |.*| \*\*stops answering\*\*: 3 of 7,828' "$tmp/deaths.md" ||
+   ! grep -q "^| PostgreSQL |.*| not measured: a backend's SIGKILL" "$tmp/deaths.md"; then
+    echo "report: prefork-deaths.csv did not fill the deaths cells:" >&2
+    grep -E '^\| (nginx|PostgreSQL|Apache prefork) \|' "$tmp/deaths.md" >&2
+    exit 1
+fi
+echo "report: prefork-deaths.csv fills the deaths cells"
