@@ -16,9 +16,10 @@
  * fewest free pages that had not been given back; at the end of the period
  * that much, less a cushion, stayed free the whole time and goes back to
  * the OS, longest spans first.  The cushion is the most mapped free pages
- * taken again within the period or one of the POOL_DECAY_WINDOW before it:
- * what a workload took back lately stays mapped, and a heap gone quiet
- * keeps nothing.  Memory that a churn
+ * taken again within the period or one of the POOL_DECAY_WINDOW before it,
+ * halved for each period between it and the last one ended: what a
+ * workload took back within a second or two stays mapped, and a heap gone
+ * quiet keeps less every second and nothing after that many.  Memory that a churn
  * frees and takes again within a period stays mapped, so it is not faulted
  * straight back in: a freed span is never given back at once, however
  * large (large blocks freed and allocated in turn were given back at every
@@ -240,9 +241,16 @@ static void period_start(pool_arena_t *a, uint64_t now)
 uint64_t pool_pageheap_cushion_(const pool_pageheap_sh_t *ph)
 {
     uint64_t keep = ph->decay_reuse_pages;
-    for (unsigned i = 0; i < POOL_DECAY_WINDOW; i++)
-        if (ph->decay_reuse[i] > keep)
-            keep = ph->decay_reuse[i];
+    for (unsigned age = 0; age < POOL_DECAY_WINDOW; age++) {
+        /* The reuse of the period ended age periods before the last one,
+         * halved for each: a server's burst is taken again, if at all,
+         * by the next request that needs it, so memory kept for it after
+         * a quiet second or two is what the whole server pays at rest. */
+        uint64_t p = ph->decay_periods - 1 - age;
+        uint64_t reuse = ph->decay_reuse[p % POOL_DECAY_WINDOW] >> age;
+        if (reuse > keep)
+            keep = reuse;
+    }
     return keep;
 }
 

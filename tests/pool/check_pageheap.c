@@ -307,9 +307,11 @@ START_TEST(test_decay_returns_what_stayed_free)
 END_TEST
 
 /* The cushion follows reuse: pages freed and taken again while mapped
- * stay mapped through POOL_DECAY_WINDOW quiet periods after it, however
- * many, and go back after that; a heap that never took freed pages again
- * keeps none.  Each period is ended by moving its start back. */
+ * stay mapped through the period of the reuse and the quiet one after it;
+ * the cushion then halves every period (a span goes back whole once it is
+ * beyond it) and is none after POOL_DECAY_WINDOW quiet periods; a heap that
+ * never took freed pages again keeps none.
+ * Each period is ended by moving its start back. */
 START_TEST(test_cushion_follows_reuse)
 {
     pool_arena_t *a = &pool_arena_;
@@ -320,12 +322,15 @@ START_TEST(test_cushion_follows_reuse)
     uint32_t s = take(n);
     pool_pageheap_free_(a, s);
     s = take(n);
-    ck_assert_uint_ge(pool_pageheap_cushion_(a->ph), n);
+    uint64_t reuse = pool_pageheap_cushion_(a->ph);
+    ck_assert_uint_ge(reuse, n);
     pool_pageheap_free_(a, s);
     for (unsigned i = 0; i < POOL_DECAY_WINDOW; i++) {
         a->ph->decay_start_ns -= 2 * POOL_DECAY_NS;
         pool_decay();
-        ck_assert_uint_ge(a->ph->free_pages - a->ph->returned_pages, n);
+        ck_assert_uint_eq(pool_pageheap_cushion_(a->ph), reuse >> i);
+        if (i < 2)
+            ck_assert_uint_ge(a->ph->free_pages - a->ph->returned_pages, n);
     }
     a->ph->decay_start_ns -= 2 * POOL_DECAY_NS;
     pool_decay();
