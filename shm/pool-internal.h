@@ -120,8 +120,15 @@ void pool_pagemap_set_span_(pool_arena_t *a, uint32_t start, uint32_t n, uint32_
 void pool_pagemap_set_ends_(pool_arena_t *a, uint32_t start, uint32_t n, uint32_t span);
 /* Set the class byte of pages [start, start+n).  REQUIRES: page-heap lock. */
 void pool_pagemap_set_class_(pool_arena_t *a, uint32_t start, uint32_t n, uint8_t cls);
-/* Page index of an arena address, or POOL_NIL outside the data pages. */
-uint32_t pool_pagemap_page_(const pool_arena_t *a, const void *p);
+/* Page index of an arena address, or POOL_NIL outside the data pages.
+ * Inline: every slow free asks it. */
+static inline uint32_t pool_pagemap_page_(const pool_arena_t *a, const void *p)
+{
+    uintptr_t off = (uintptr_t)p - a->data;
+    if (a->hdr == NULL || off >= a->data_size)
+        return POOL_NIL;
+    return (uint32_t)(off >> POOL_PAGE_SHIFT);
+}
 /* Span descriptor that covers p, or NULL outside the carved data pages. */
 pool_span_sh_t *pool_pagemap_span_(const pool_arena_t *a, const void *p);
 
