@@ -588,8 +588,11 @@ void *pool_tcache_alloc_(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls);
  * tc owns its span, the bin's most recently freed batch going back to the
  * central cache first when it is full; else towards its span, through
  * tc's remote list for the class, or at once when another process took
- * it.  Aborts naming p on a bad or double free. */
-void pool_tcache_free_(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, void *p);
+ * it; onto the inbox of the cache that owns its span when another does,
+ * and then true: that way takes no lock and makes no system call, and
+ * leaves nothing in tc.  Keeps errno.  Aborts naming p on a bad or double
+ * free. */
+bool pool_tcache_free_(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, void *p);
 /* Give every object of the cache back to the central caches. */
 void pool_tcache_flush_(pool_arena_t *a, pool_tcache_sh_t *tc);
 /* Initialise the bins of a slot's cache and give it an empty page map of
