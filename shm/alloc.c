@@ -134,7 +134,10 @@ static void housekeep(void)
         return;
     }
     housekept_ns = now;
+    /* Its locks may set errno, which free must keep. */
+    int saved = errno;
     give_back(since >= 2 * POOL_DECAY_NS);
+    errno = saved;
 }
 
 /* What a sleep's slices look for (sleephook.c): any object or span the
@@ -187,12 +190,13 @@ void *pool_malloc_slow_(size_t size)
     return fell_back ? fallback(size, 16) : pool_prim_private_malloc_(size);
 }
 
-/* Free an object or span of the arena from the slow path. */
-static void free_arena(pool_arena_t *a, void *p)
+/* Free p, inside the arena, of no class this thread has a cache for: a
+ * big span, or an object freed by a thread without a cache. */
+static POOL_NOINLINE void free_uncached(pool_arena_t *a, unsigned cls, void *p)
 {
-    uint32_t page = (uint32_t)(((uintptr_t)p - a->data) >> POOL_PAGE_SHIFT);
-    unsigned cls = a->pm_class[page];
+    int saved = errno;
     pool_tcache_sh_t *tc = pool_tls_tcache_;
+    pool_guard_enter();
     if (cls == 0) {
         pool_span_sh_t *s = pool_pagemap_span_(a, p);
         if (s == NULL || s->state != POOL_SPAN_BIG || pool_span_addr(a, s) != p)
@@ -200,52 +204,71 @@ static void free_arena(pool_arena_t *a, void *p)
         if (pool_config_stats && tc != &pool_empty_tcache_)
             a->slots[tc->slot].stats.big_frees++;
         pool_pageheap_free_(a, s->start);
-        return;
-    }
-    if (tc == &pool_empty_tcache_) {
+    } else {
         /* A thread that only frees (a consumer fed by a producer thread)
          * gets its cache here, or every free would take the class lock. */
         bool fell_back;
         tc = thread_cache(&fell_back);
-        if (tc == NULL) {
+        if (tc != NULL) {
+            pool_tcache_free_(a, tc, cls, p);
+        } else {
             /* Unattached or exiting, or no slot: straight to central. */
             if (pool_config_debug > 0)
                 pool_debug_on_free_(p);
             pool_central_release_(a, cls, &p, 1);
-            return;
         }
     }
-    pool_tcache_free_(a, tc, cls, p);
+    pool_guard_leave();
+    housekeep();
+    errno = saved;
+}
+
+/* Free p, inside the arena, in a process that is no forked copy.  An
+ * object of a span another cache owns, the common case here, goes onto
+ * that cache's inbox and keeps no house: it leaves nothing in this cache
+ * to give back, and a clock read would add a sixth to its cost. */
+static void free_shared(void *p)
+{
+    pool_arena_t *a = &pool_arena_;
+    unsigned cls = a->pm_class[((uintptr_t)p - a->data) >> POOL_PAGE_SHIFT];
+    pool_tcache_sh_t *tc = pool_tls_tcache_;
+    if (cls == 0 || tc == &pool_empty_tcache_) {
+        free_uncached(a, cls, p);
+        return;
+    }
+    pool_guard_enter();
+    bool handed_on = pool_tcache_free_(a, tc, cls, p);
+    pool_guard_leave();
+    if (!handed_on)
+        housekeep();
 }
 
 /* free's fast path took a place in p's bin, then found it full or p
  * suspect: the place goes back, in a function of its own so that the fast
- * path decrements the room in memory and tests the result in one step. */
+ * path decrements the room in memory and tests the result in one step.
+ * The fast path found p in the arena and the thread's cache set up, which
+ * a forked copy never has. */
 void pool_free_slow_unroom_(void *p)
 {
     pool_tcache_sh_t *tc = pool_tls_tcache_;
     tc->bins[tc->pm_class[((uintptr_t)p - tc->base) >> POOL_PAGE_SHIFT]].room++;
-    pool_free_slow_(p);
+    free_shared(p);
 }
 
 void pool_free_slow_(void *p)
 {
     if (p == NULL)
         return;
-    int saved = errno;
-    pool_arena_t *a = &pool_arena_;
     if (!pool_in_arena(p)) {
+        int saved = errno;
         pool_prim_private_free_(p);
+        errno = saved;
     } else if (pool_proc_state_ == POOL_PROC_FORKED) {
         /* The parent may still use this object: leave it alone. */
-        pool_atomic_inc(&a->hdr->xforeign_frees);
+        pool_atomic_inc(&pool_arena_.hdr->xforeign_frees);
     } else {
-        housekeep();
-        pool_guard_enter();
-        free_arena(a, p);
-        pool_guard_leave();
+        free_shared(p);
     }
-    errno = saved;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -33,14 +33,6 @@ void pool_pagemap_set_class_(pool_arena_t *a, uint32_t start, uint32_t n, uint8_
         pool_atomic_store_release(&a->pm_class[start + i], cls);
 }
 
-uint32_t pool_pagemap_page_(const pool_arena_t *a, const void *p)
-{
-    uintptr_t off = (uintptr_t)p - a->data;
-    if (a->hdr == NULL || off >= a->data_size)
-        return POOL_NIL;
-    return (uint32_t)(off >> POOL_PAGE_SHIFT);
-}
-
 pool_span_sh_t *pool_pagemap_span_(const pool_arena_t *a, const void *p)
 {
     uint32_t page = pool_pagemap_page_(a, p);

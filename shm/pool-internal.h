@@ -120,8 +120,15 @@ void pool_pagemap_set_span_(pool_arena_t *a, uint32_t start, uint32_t n, uint32_
 void pool_pagemap_set_ends_(pool_arena_t *a, uint32_t start, uint32_t n, uint32_t span);
 /* Set the class byte of pages [start, start+n).  REQUIRES: page-heap lock. */
 void pool_pagemap_set_class_(pool_arena_t *a, uint32_t start, uint32_t n, uint8_t cls);
-/* Page index of an arena address, or POOL_NIL outside the data pages. */
-uint32_t pool_pagemap_page_(const pool_arena_t *a, const void *p);
+/* Page index of an arena address, or POOL_NIL outside the data pages.
+ * Inline: every slow free asks it. */
+static inline uint32_t pool_pagemap_page_(const pool_arena_t *a, const void *p)
+{
+    uintptr_t off = (uintptr_t)p - a->data;
+    if (a->hdr == NULL || off >= a->data_size)
+        return POOL_NIL;
+    return (uint32_t)(off >> POOL_PAGE_SHIFT);
+}
 /* Span descriptor that covers p, or NULL outside the carved data pages. */
 pool_span_sh_t *pool_pagemap_span_(const pool_arena_t *a, const void *p);
 
@@ -582,8 +589,11 @@ void *pool_tcache_alloc_(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls);
  * tc owns its span, the bin's most recently freed batch going back to the
  * central cache first when it is full; else towards its span, through
  * tc's remote list for the class, or at once when another process took
- * it.  Aborts naming p on a bad or double free. */
-void pool_tcache_free_(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, void *p);
+ * it; onto the inbox of the cache that owns its span when another does,
+ * and then true: that way takes no lock and makes no system call, and
+ * leaves nothing in tc.  Keeps errno.  Aborts naming p on a bad or double
+ * free. */
+bool pool_tcache_free_(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, void *p);
 /* Give every object of the cache back to the central caches. */
 void pool_tcache_flush_(pool_arena_t *a, pool_tcache_sh_t *tc);
 /* Initialise the bins of a slot's cache and give it an empty page map of

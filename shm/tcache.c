@@ -19,6 +19,7 @@
  */
 #include "alloc.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "prim/prim.h"
@@ -387,7 +388,45 @@ static void check_free(pool_tcache_sh_t *tc, pool_list_t l, unsigned cls,
     not_listed(tc, pool_inbox_first(tc->base, w), pool_inbox_count(w), cls, p);
 }
 
-void pool_tcache_free_(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, void *p)
+/* The rest of pool_tcache_free_, for p checked, object oi of span s (one
+ * tc owns when mine): out of line, so that the way to an inbox needs
+ * neither its frame (a batch of pointers) nor its registers. */
+static POOL_NOINLINE void keep_free(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls,
+                                    const pool_span_sh_t *s, uint32_t oi, bool mine, void *p)
+{
+    /* The class lock may set errno, which free must keep. */
+    int saved = errno;
+    pool_list_t l = pool_tcache_list(tc, cls, !mine);
+    if (!mine && !pool_owner_take(a, s, oi, tc->tag)) {
+        /* Its tag changed under us (a pool_adopt, a detach): straight
+         * back under the class lock. */
+        pool_central_release_(a, cls, &p, 1);
+    } else if (!mine) {
+        /* Another thread's span: its owner alone takes from it, so p waits
+         * here to go back in a batch, this process's now. */
+        pool_list_push(tc, l, p);
+        if (pool_list_len(l) >= pool_classes_[cls].max_batch)
+            release_chain(a, tc, cls, l);
+    } else {
+        /* A span this cache owns whose page its map did not show yet: one
+         * it took over with objects of an owner that left. */
+        ((uint8_t *)tc->pm_class)[((uintptr_t)p - tc->base) >> POOL_PAGE_SHIFT] = (uint8_t)cls;
+        if (*l.room <= 0) {
+            void *objs[POOL_BATCH_MAX];
+            /* The n most recently freed go back; the rest stay warm. */
+            uint32_t n = bin_cut(tc, l, objs, pool_classes_[cls].max_batch);
+            if (n > 0) {
+                if (pool_config_stats)
+                    tc->stats[cls].overflows++;
+                release(a, tc, cls, objs, n);
+            }
+        }
+        pool_list_push(tc, l, p);
+    }
+    errno = saved;
+}
+
+bool pool_tcache_free_(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, void *p)
 {
     uint32_t oi = 0;
     pool_span_sh_t *s = pool_object_span_(a, p, &oi);
@@ -400,33 +439,7 @@ void pool_tcache_free_(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, void
     if (pool_config_stats)
         tc->stats[cls].frees++;
     if (!mine && s != NULL && inbox_push(a, tc, cls, s, oi, p))
-        return;
-    if (!mine && !pool_owner_take(a, s, oi, tc->tag)) {
-        /* Its tag changed under us (a pool_adopt, a detach): straight
-         * back under the class lock. */
-        pool_central_release_(a, cls, &p, 1);
-        return;
-    }
-    if (!mine) {
-        /* Another thread's span: its owner alone takes from it, so p waits
-         * here to go back in a batch, this process's now. */
-        pool_list_push(tc, l, p);
-        if (pool_list_len(l) >= pool_classes_[cls].max_batch)
-            release_chain(a, tc, cls, l);
-        return;
-    }
-    /* A span this cache owns whose page its map did not show yet: one it
-     * took over with objects of an owner that left. */
-    ((uint8_t *)tc->pm_class)[((uintptr_t)p - tc->base) >> POOL_PAGE_SHIFT] = (uint8_t)cls;
-    if (*l.room <= 0) {
-        void *objs[POOL_BATCH_MAX];
-        /* The n most recently freed go back; the rest stay warm for reuse. */
-        uint32_t n = bin_cut(tc, l, objs, pool_classes_[cls].max_batch);
-        if (n > 0) {
-            if (pool_config_stats)
-                tc->stats[cls].overflows++;
-            release(a, tc, cls, objs, n);
-        }
-    }
-    pool_list_push(tc, l, p);
+        return true;
+    keep_free(a, tc, cls, s, oi, mine, p);
+    return false;
 }
