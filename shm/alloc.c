@@ -16,7 +16,7 @@
 
 #include "prim/prim.h"
 
-__thread int pool_tls_depth_ __attribute__((tls_model("initial-exec")));
+__thread int pool_tls_depth_ POOL_TLS;
 static bool fallback_logged; /* one exhaustion message per process */
 
 /* ------------------------------------------------------------------------ */
@@ -111,7 +111,7 @@ static void *alloc_slow(size_t size, size_t align, bool *fell_back)
  * slow path is more than two periods old has been quiet or kept to its
  * fast paths: it gives its whole cache back.  None of it waits for a lock
  * another process holds. */
-static __thread uint64_t housekept_ns __attribute__((tls_model("initial-exec")));
+static __thread uint64_t housekept_ns POOL_TLS;
 
 static void give_back(bool whole)
 {

@@ -17,7 +17,7 @@ POOL_NOINLINE void pool_free_slow_unroom_(void *p);
 /* Debug builds: entering the pool from inside it is a bug (a hook that
  * allocates, a signal handler that mallocs) that would corrupt a bin.
  * Every way into the pool but the fast paths is guarded. */
-extern __thread int pool_tls_depth_ __attribute__((tls_model("initial-exec")));
+extern __thread int pool_tls_depth_ POOL_TLS;
 
 static inline void pool_guard_enter(void)
 {
@@ -33,14 +33,14 @@ static inline void pool_guard_leave(void)
         pool_tls_depth_--;
 }
 
-/* malloc fast path, 19 instructions on x86-64 with the TLS load and the
- * return (the range test costs 2 over a NULL test, the mark 2 and its
- * clearing 1; heads and bins in arrays of eight-byte elements spare the
- * multiply by a bin's size): class from the table, check and pop the
- * bin's head.  One range test sends NULL (an empty bin, every bin
- * of the empty cache, whose size is 0, and class 0 for big requests) and a
- * head outside the arena (a bad link, which the slow path names) to the
- * slow path; then the mark. */
+/* malloc fast path, 19 instructions on x86-64 in libshmpool.so with the
+ * TLS load and the return, 18 linked into a program (POOL_TLS); the range
+ * test costs 2 over a NULL test, the mark 2 and its clearing 1; heads and
+ * bins in arrays of eight-byte elements spare the multiply by a bin's
+ * size.  Class from the table, check and pop the bin's head.  One range
+ * test sends NULL (an empty bin, every bin of the empty cache, whose size
+ * is 0, and class 0 for big requests) and a head outside the arena (a bad
+ * link, which the slow path names) to the slow path; then the mark. */
 static inline void *pool_malloc_fast(size_t size)
 {
     pool_tcache_sh_t *tc = pool_tls_tcache_;
@@ -51,8 +51,9 @@ static inline void *pool_malloc_fast(size_t size)
     return pool_bin_take(tc, cls, p);
 }
 
-/* free fast path, 21 instructions on x86-64 with the TLS load and the
- * return (the alignment test costs 2, the mark's test 2 and its store 1;
+/* free fast path, 21 instructions on x86-64 in libshmpool.so with the TLS
+ * load and the return, 20 linked into a program (the alignment test costs
+ * 2, the mark's test 2 and its store 1;
  * the room is decremented and tested in one step): the class byte from the
  * page map, push on the bin.  Pointers outside the arena (NULL, private
  * ones, every pointer in an unattached thread whose cache has size 0),

@@ -51,9 +51,9 @@ static uint64_t crash_threshold; /* die when a draw is below it (P * 2^64) */
 static uint64_t crash_seed;    /* random mode: hit n draws from hash(seed, n) */
 
 /* The innermost pool lock the calling thread holds, and how many. */
-static __thread unsigned held_depth __attribute__((tls_model("initial-exec")));
-static __thread uint32_t held_kind __attribute__((tls_model("initial-exec")));
-static __thread uint32_t held_arg __attribute__((tls_model("initial-exec")));
+static __thread unsigned held_depth POOL_TLS;
+static __thread uint32_t held_kind POOL_TLS;
+static __thread uint32_t held_arg POOL_TLS;
 
 /* Parse decimal digits [d, end) into *out; false past limit or on a
  * non-digit. */

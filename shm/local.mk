@@ -21,6 +21,18 @@ shm_libshmpool_core_la_CFLAGS = $(POOL_CFLAGS)
 shm_libshmpool_override_la_SOURCES = shm/override.c
 shm_libshmpool_override_la_CFLAGS = $(POOL_CFLAGS)
 
+# The same two, compiled for linking into a program (poold, poolbench):
+# there the thread-locals can be local-exec, which takes an instruction off
+# each of malloc's and free's fast paths.  Tests link the library's own
+# build, so they check the code that goes into libshmpool.so.
+POOL_EXEC_CFLAGS = $(AM_CFLAGS) -DPOOL_TLS_EXEC -ftls-model=local-exec \
+	-fno-builtin-malloc -fvisibility=hidden
+noinst_LTLIBRARIES += shm/libshmpool_core_exec.la shm/libshmpool_override_exec.la
+shm_libshmpool_core_exec_la_SOURCES = $(shm_libshmpool_core_la_SOURCES)
+shm_libshmpool_core_exec_la_CFLAGS = $(POOL_EXEC_CFLAGS)
+shm_libshmpool_override_exec_la_SOURCES = $(shm_libshmpool_override_la_SOURCES)
+shm_libshmpool_override_exec_la_CFLAGS = $(POOL_EXEC_CFLAGS)
+
 # preload.c (SHMPOOL_MODE and friends), waithook.c (a master that waits for
 # a child reaps it) and sleephook.c (a thread that goes idle gives back what
 # it holds) are linked only into the .so: poold creates its own

@@ -32,7 +32,7 @@
 pool_proc_state_t pool_proc_state_;
 pool_tcache_sh_t pool_empty_tcache_;
 __thread pool_tcache_sh_t *pool_tls_tcache_
-    __attribute__((tls_model("initial-exec"))) = &pool_empty_tcache_;
+    POOL_TLS = &pool_empty_tcache_;
 
 static int proc_slot = -1;          /* slot taken by pool_attach() */
 static bool attach_children;        /* SHMPOOL_MODE=children */
@@ -45,7 +45,7 @@ static bool handlers_ok;
 /* Threads and fork                                                          */
 /* ------------------------------------------------------------------------ */
 
-__thread bool pool_tls_exited_ __attribute__((tls_model("initial-exec")));
+__thread bool pool_tls_exited_ POOL_TLS;
 
 /* A free slot has no tag, so that a process killed right after claiming
  * it, before writing its own, is never taken for the previous holder.  The

@@ -19,6 +19,6 @@ if ENABLE_POOL
 # The weak references in src/alloc.c do not pull archive members by
 # themselves; --undefined makes the linker take every pool entry point the
 # server calls, whichever archive member defines it.
-src_poold_LDADD += shm/libshmpool_override.la shm/libshmpool_core.la
+src_poold_LDADD += shm/libshmpool_override_exec.la shm/libshmpool_core_exec.la
 src_poold_LDFLAGS = $(AM_LDFLAGS) -Wl,--undefined=malloc,--undefined=pool_create,--undefined=pool_attach,--undefined=pool_name,--undefined=pool_stats_json
 endif

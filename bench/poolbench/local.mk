@@ -11,6 +11,6 @@ noinst_PROGRAMS += bench/poolbench/poolbench
 bench_poolbench_poolbench_SOURCES = bench/poolbench/poolbench.c \
 	bench/poolbench/pb-workloads.c bench/poolbench/poolbench.h \
 	src/region.c src/region.h src/heavy.c src/heavy.h
-bench_poolbench_poolbench_LDADD = shm/libshmpool_core.la
+bench_poolbench_poolbench_LDADD = shm/libshmpool_core_exec.la
 EXTRA_DIST += bench/poolbench/callgrind.sh bench/poolbench/poolbench-all.sh \
 	bench/poolbench/peers.sh bench/poolbench/rounds.sh
