@@ -427,36 +427,6 @@ START_TEST(test_lock_hold_counted)
 }
 END_TEST
 
-static int cmp_u64(const void *x, const void *y)
-{
-    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-    return a < b ? -1 : a > b;
-}
-
-/* A hold with nothing in it counts less than two back-to-back clock reads
- * take: what the clock adds to every hold is not counted as holding. */
-START_TEST(test_lock_hold_excludes_clock)
-{
-    if (!pool_config_stats)
-        return;
-    pool_arena_t *a = &pool_arena_;
-    enum { N = 1001 };
-    static uint64_t hold[N];
-    uint64_t pair = UINT64_MAX;
-    for (unsigned i = 0; i < N; i++) {
-        uint64_t t0 = pool_prim_now_ns_();
-        uint64_t d = pool_prim_now_ns_() - t0;
-        pair = d < pair ? d : pair;
-        uint64_t before = a->lockstats[0].held_ns;
-        pool_lock_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0);
-        pool_unlock_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0);
-        hold[i] = a->lockstats[0].held_ns - before;
-    }
-    qsort(hold, N, sizeof hold[0], cmp_u64);
-    ck_assert_uint_lt(hold[N / 2], pair);
-}
-END_TEST
-
 Suite *make_pageheap_suite(void)
 {
     Suite *s = suite_create("pageheap");
@@ -476,7 +446,6 @@ Suite *make_pageheap_suite(void)
     tcase_add_test(tc, test_cushion_follows_reuse);
     tcase_add_test(tc, test_exhaustion_falls_back);
     tcase_add_test(tc, test_lock_hold_counted);
-    tcase_add_test(tc, test_lock_hold_excludes_clock);
     suite_add_tcase(s, tc);
     return s;
 }
