@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
