@@ -12,11 +12,22 @@
  * counts the others it left out, and gives up rather than wait for a
  * stuck lock holder.  Always compiled: the tests call it in Release
  * builds too.
+ *
+ * A page of a shared arena that was never written reads as zeros, but a
+ * read of it through the mapping makes the system allocate it: a check
+ * (shmpool-stat's, poold's /stats) would grow the arena it looks at.  The
+ * walks that read what may never have been written (the page map past
+ * the carved pages and inside spans, the descriptors inside spans, the
+ * journals of locks never taken), and want zeros there, ask mincore first
+ * and pass over the pages with no memory behind them: those read as zeros
+ * (or are swapped out, and go unchecked).
  */
 #include "pool-internal.h"
 
 #include <errno.h>
 #include <string.h>
+
+#include "prim/prim.h"
 
 typedef enum chk_mode_e {
     CHK_QUIET,   /* every lock, every thread cache */
@@ -31,7 +42,31 @@ typedef struct chk_s {
     bool failed;
     chk_mode_t mode;
     unsigned left_out;  /* CHK_LIVE: taken slots whose caches were not walked */
+    /* Which OS pages of [res_lo, res_hi) have memory behind them. */
+    uintptr_t res_lo, res_hi;
+    unsigned char res[64];
 } chk_t;
+
+/* Whether any of [p, p+len), in the arena's metadata, may hold anything
+ * but zeros without a read allocating it: whether an OS page of it has
+ * memory behind it (or the system cannot say). */
+static bool written(chk_t *c, const void *p, size_t len)
+{
+    uintptr_t ps = pool_prim_os_page_size_();
+    uintptr_t end = (uintptr_t)p + len;
+    for (uintptr_t pg = (uintptr_t)p & ~(ps - 1); pg < end; pg += ps) {
+        if (pg < c->res_lo || pg >= c->res_hi) {
+            uintptr_t hi = pg + sizeof c->res * ps;
+            c->res_lo = pg;
+            c->res_hi = hi < c->a->data ? hi : c->a->data;
+            if (pool_prim_resident_((void *)pg, c->res_hi - pg, c->res) != 0)
+                memset(c->res, 1, sizeof c->res);
+        }
+        if (c->res[(pg - c->res_lo) / ps] & 1)
+            return true;
+    }
+    return false;
+}
 
 static bool fail(chk_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static bool fail(chk_t *c, const char *fmt, ...)
@@ -126,7 +161,8 @@ static bool check_spans(chk_t *c, class_tot_t *tot, uint64_t *free_spans)
     for (const pool_span_sh_t *s; (s = pool_span_next(a, &w)) != NULL;) {
         uint32_t p = s->start, last = p + s->npages - 1;
         for (uint32_t q = p + 1; q <= last; q++)
-            if (a->spans[q].state != POOL_SPAN_NONE)
+            if (written(c, &a->spans[q].state, sizeof a->spans[q].state) &&
+                a->spans[q].state != POOL_SPAN_NONE)
                 return fail(c, "page %u: inside span %u but has a live descriptor", q, p);
         switch (s->state) {
         case POOL_SPAN_FREE:
@@ -135,7 +171,7 @@ static bool check_spans(chk_t *c, class_tot_t *tot, uint64_t *free_spans)
             if (a->pm_span[p] != p || a->pm_span[last] != p)
                 return fail(c, "span %u: page map ends of a free span do not point at it", p);
             for (uint32_t q = p; q <= last; q++)
-                if (a->pm_class[q] != 0)
+                if (written(c, &a->pm_class[q], 1) && a->pm_class[q] != 0)
                     return fail(c, "page %u: free but page map class is %u", q, a->pm_class[q]);
             if (s->listed != 1)
                 return fail(c, "span %u: free but not on a free list", p);
@@ -151,7 +187,7 @@ static bool check_spans(chk_t *c, class_tot_t *tot, uint64_t *free_spans)
                 bool looked_up = s->state == POOL_SPAN_SMALL || q == p || q == last;
                 if (looked_up && a->pm_span[q] != p)
                     return fail(c, "page %u: page map span %u, expected %u", q, a->pm_span[q], p);
-                if (a->pm_class[q] != s->cls)
+                if ((s->cls != 0 || written(c, &a->pm_class[q], 1)) && a->pm_class[q] != s->cls)
                     return fail(c, "page %u: page map class %u, span class %u", q,
                                 a->pm_class[q], s->cls);
             }
@@ -176,7 +212,7 @@ static bool check_spans(chk_t *c, class_tot_t *tot, uint64_t *free_spans)
     /* The next carve takes these pages as they are, and a big span does
      * not write its class bytes. */
     for (uint32_t p = ph->carved; p < a->npages; p++)
-        if (a->pm_class[p] != 0)
+        if (written(c, &a->pm_class[p], 1) && a->pm_class[p] != 0)
             return fail(c, "page %u: not carved yet but page map class is %u", p, a->pm_class[p]);
     if (free_pages != ph->free_pages || returned != ph->returned_pages ||
         small != ph->small_pages || big != ph->big_pages)
@@ -344,7 +380,8 @@ static bool check_journals(chk_t *c)
 {
     for (unsigned i = 0; i < 1 + POOL_NCLASSES; i++) {
         const pool_journal_sh_t *j = &c->a->journals[i];
-        if (j->op != POOL_OP_NONE || j->n != 0)
+        if ((written(c, &j->op, sizeof j->op) && j->op != POOL_OP_NONE) ||
+            (written(c, &j->n, sizeof j->n) && j->n != 0))
             return fail(c, "lock %u: operation %u left open with %u undo entries", i, j->op,
                         j->n);
     }
@@ -395,7 +432,7 @@ static bool checkable(void)
 
 int pool_check(char *msg, size_t cap)
 {
-    chk_t c = { &pool_arena_, msg, cap, false, CHK_QUIET, 0 };
+    chk_t c = { .a = &pool_arena_, .msg = msg, .cap = cap, .mode = CHK_QUIET };
     if (cap > 0)
         msg[0] = '\0';
     return checkable() ? check_of(&c) : 0;
@@ -403,7 +440,7 @@ int pool_check(char *msg, size_t cap)
 
 int pool_check_live_(char *msg, size_t cap, unsigned *left_out)
 {
-    chk_t c = { &pool_arena_, msg, cap, false, CHK_LIVE, 0 };
+    chk_t c = { .a = &pool_arena_, .msg = msg, .cap = cap, .mode = CHK_LIVE };
     if (cap > 0)
         msg[0] = '\0';
     int rc = checkable() ? check_of(&c) : 0;
@@ -413,6 +450,6 @@ int pool_check_live_(char *msg, size_t cap, unsigned *left_out)
 
 int pool_check_view_(pool_arena_t *a, char *msg, size_t cap)
 {
-    chk_t c = { a, msg, cap, false, CHK_VIEW, 0 };
+    chk_t c = { .a = a, .msg = msg, .cap = cap, .mode = CHK_VIEW };
     return check_of(&c);
 }

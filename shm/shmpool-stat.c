@@ -10,8 +10,12 @@
  * metadata copied through /proc/PID/mem); a private one (SHMPOOL_MODE=
  * process), whose first page alone is a private mapping of the memfd, has
  * its metadata copied through /proc/PID/mem.  Nothing of it is locked or
- * written:
- * what is printed is a snapshot of an arena that may be changing.  It
+ * written: what is printed is a snapshot of an arena that may be changing.
+ * Through the mapping nothing is allocated either: a read of a page never
+ * written allocates it, so the heap check passes over what mincore says
+ * has no memory behind it, and a free object's owner is not read; copied
+ * through /proc/PID/mem, a shared arena's metadata is read whole, holes and
+ * all, and allocated.  It
  * shows what /stats shows for poold: usage, every process that holds a
  * slot with its pid, state and live bytes, the reaps and what they gave
  * back, fallbacks, attach failures, lock recoveries, and the heap check
@@ -215,9 +219,13 @@ static unsigned list_processes(const pool_arena_t *a, proc_t *procs)
         else if (s->state == POOL_SPAN_BIG && s->owner <= POOL_MAX_TAG && by_tag[s->owner] >= 0)
             procs[by_tag[s->owner]].live += (uint64_t)s->npages << POOL_PAGE_SHIFT;
         else if (s->state == POOL_SPAN_SMALL && s->count <= POOL_MAX_OBJECTS)
+            /* A free object's tag is not read: its row may never have been
+             * written, and a read would allocate its page of the arena. */
             for (uint32_t oi = 0; oi < s->count; oi++) {
+                if (!(s->bitmap[oi / 64] >> (oi % 64) & 1))
+                    continue;
                 uint8_t tag = *pool_owner_of(a, s, oi);
-                if ((s->bitmap[oi / 64] >> (oi % 64) & 1) && by_tag[tag] >= 0)
+                if (by_tag[tag] >= 0)
                     procs[by_tag[tag]].live += s->objsize;
             }
     }

@@ -114,6 +114,11 @@ int pool_prim_map_arena_(size_t size, size_t align, pool_backing_t backing, bool
     return 0;
 }
 
+int pool_prim_resident_(const void *p, size_t len, unsigned char *vec)
+{
+    return mincore((void *)p, len, vec) == 0 ? 0 : errno;
+}
+
 /* The start of a small kernel file (/proc, /sys) into buf, NUL-terminated;
  * false when it cannot be read or is empty. */
 static bool read_small_file(const char *path, char *buf, size_t cap)

@@ -48,6 +48,11 @@ int pool_prim_unmap_(void *p, size_t size);
  * zero.  Shared: MADV_REMOVE, which frees them for every process
  * (MADV_DONTNEED would free nothing there).  Private: MADV_DONTNEED. */
 int pool_prim_remove_(void *p, size_t size, bool shared);
+/* Which OS pages of [p, p+len) (p page-aligned) have memory behind them
+ * (mincore): vec[i] & 1 for the i-th.  A page of a shared arena never
+ * written, or given back, has none and reads as zeros, but a read of it
+ * through the mapping allocates it; a page swapped out has none either. */
+int pool_prim_resident_(const void *p, size_t len, unsigned char *vec);
 /* Map size bytes of private anonymous memory, MAP_NORESERVE (zero until
  * written).  *out gets the address. */
 int pool_prim_map_private_(size_t size, void **out);

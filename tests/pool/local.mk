@@ -49,10 +49,12 @@ tests_check_pool_LDADD = shm/libshmpool_core.la $(CHECK_LIBS)
 # ---------------------------------------------------------------------------
 check_PROGRAMS += tests/check_override tests/prefork tests/reapretry tests/isolation \
 	tests/waitstopped tests/giveback tests/givesleep tests/sleeps tests/reapempty
-TESTS += tests/check_override tests/pool/preload.sh tests/pool/stat.sh tests/pool/reapretry.sh \
+TESTS += tests/check_override tests/pool/preload.sh tests/pool/stat.sh tests/pool/statread.sh \
+	tests/pool/reapretry.sh \
 	tests/pool/isolation.sh tests/pool/waitstopped.sh tests/pool/giveback.sh \
 	tests/pool/givesleep.sh tests/pool/sleeps.sh tests/pool/reapempty.sh
-EXTRA_DIST += tests/pool/preload.sh tests/pool/stat.sh tests/pool/reapretry.sh \
+EXTRA_DIST += tests/pool/preload.sh tests/pool/stat.sh tests/pool/statread.sh \
+	tests/pool/reapretry.sh \
 	tests/pool/isolation.sh tests/pool/waitstopped.sh tests/pool/giveback.sh \
 	tests/pool/givesleep.sh tests/pool/sleeps.sh tests/pool/reapempty.sh \
 	tests/pool/children.sh
