@@ -27,7 +27,9 @@
  * run under four processes went over it).  The decay is ended by the page
  * heap's own operations, and by pool_decay() for a heap gone quiet.  A
  * returned span that is reused is simply touched again (it reads as
- * zeros).  Merging returned with unreturned pages counts the
+ * zeros).  Its metadata goes with it: the descriptors of its pages but
+ * the first and the owner tags of all of them (return_metadata()).
+ * Merging returned with unreturned pages counts the
  * result as unreturned unless it is returned again, so the "returned"
  * figure never overstates.
  *
@@ -254,20 +256,98 @@ uint64_t pool_pageheap_cushion_(const pool_pageheap_sh_t *ph)
     return keep;
 }
 
-/* Give back the OS pages of owner tags that lie wholly in the rows of free
- * span s: a burst's small spans leave their rows written, 512 bytes a page,
- * and no one reads a free page's row (a span's objects are tagged as they
- * are handed out), so they would stay resident after the pages themselves
- * went back.  They read back as POOL_NO_TAG. */
-static void return_owner_rows(pool_arena_t *a, const pool_span_sh_t *s)
+/* Metadata of a returned span: what goes back with its pages.
+ *
+ * A free span whose pages went back is read through its first descriptor
+ * alone: the walks, the free lists, coalescing (the page map of its first
+ * and last page, then the neighbour's first descriptor), a class's scans
+ * (pool_object_span_, class_span: the state of any descriptor), the
+ * repair's tiling, pool_check (inside spans, only descriptors that have
+ * memory behind them) and a fork's copy all read a descriptor of a page
+ * inside a span as state POOL_SPAN_NONE and nothing more, and none of
+ * them reads the owner tags of a page that is not in a small span.  A
+ * fresh arena's descriptor reads as zeros, whose state is POOL_SPAN_NONE
+ * (and whose start, 0, is no page inside a span), and its tags as
+ * POOL_NO_TAG: so the descriptors of a returned span's pages but its
+ * first, and the tags of all its pages, can go back with it, and read as
+ * a fresh arena's do when a later span takes the pages again (which
+ * writes both as it starts there or hands objects out).  Nothing writes
+ * them meanwhile but the page heap, under its lock: a small span's
+ * descriptor and tags change under its class's lock, and no free page is
+ * in a small span.  Pages past the carved ones have never been written
+ * (an undone carve left zeros) and are read by no one.
+ *
+ * Giving them back is idempotent, and happens before the span is marked
+ * returned: a holder that dies in between leaves a free span, unreturned,
+ * whose metadata reads as zeros, which it may (above); one that dies after
+ * leaves the mark to be undone, the same.  Only whole OS pages go back, so
+ * an OS page shared with a neighbour goes only when what the neighbour
+ * keeps there is dead too. */
+
+/* Whether pages [from, to) all lie in free spans that went back to the
+ * OS, walked down from `to` a span at a time through the page map (the
+ * last page of every span maps to it). */
+static bool returned_below(const pool_arena_t *a, uint32_t from, uint32_t to)
+{
+    while (to > from) {
+        uint32_t i = a->pm_span[to - 1];
+        if (i >= to)
+            return false;
+        const pool_span_sh_t *l = &a->spans[i];
+        if (l->state != POOL_SPAN_FREE || !l->returned || l->start != i || i + l->npages != to)
+            return false;
+        to = i;
+    }
+    return true;
+}
+
+/* Whether pages [from, to) all lie in free spans that went back to the OS
+ * or past the carved pages; with `firsts_live`, only past them (a span's
+ * first descriptor is read while it is free). */
+static bool returned_above(const pool_arena_t *a, uint32_t from, uint32_t to, bool firsts_live)
+{
+    uint32_t carved = a->ph->carved;
+    while (from < to && from < carved) {
+        const pool_span_sh_t *r = &a->spans[from];
+        if (firsts_live || r->state != POOL_SPAN_FREE || !r->returned || r->start != from ||
+            r->npages == 0 || r->npages > carved - from)
+            return false;
+        from += r->npages;
+    }
+    return true;
+}
+
+/* Give back the OS pages of a per-page metadata array (`each` bytes per
+ * data page, at `base`) that hold only the entries of pages [first, end),
+ * which the span being returned has made dead, or entries of neighbouring
+ * pages that are as dead.  `firsts_live`: the entry of a span's first page
+ * stays read (descriptors); else the entries of every page of a returned
+ * span are dead (tags).  The OS page at each end also holds the entries of
+ * pages [below, first) and [end, above), a few: the walks take a step per
+ * span there at most. */
+static void return_rows(pool_arena_t *a, uintptr_t base, size_t each, uint32_t first, uint32_t end,
+                        bool firsts_live)
 {
     uintptr_t page = pool_prim_os_page_size_();
-    uintptr_t lo = (uintptr_t)&a->owners[(size_t)s->start * POOL_OWNER_ROW];
-    uintptr_t hi = lo + (size_t)s->npages * POOL_OWNER_ROW;
-    lo = (lo + page - 1) & ~(page - 1);
-    hi &= ~(page - 1);
-    if (lo < hi)
-        pool_prim_remove_((void *)lo, hi - lo, a->hdr->shared);
+    uintptr_t lo = base + (uintptr_t)first * each, hi = base + (uintptr_t)end * each;
+    uintptr_t lo_pg = lo & ~(page - 1), hi_pg = (hi + page - 1) & ~(page - 1);
+    uint32_t below = lo_pg < base ? 0 : (uint32_t)((lo_pg - base) / each);
+    uint64_t above = (hi_pg - base + each - 1) / each;
+    if (lo_pg < lo && (firsts_live || lo_pg < base || !returned_below(a, below, first)))
+        lo_pg += page;
+    if (hi_pg > hi && (above > a->npages || !returned_above(a, end, (uint32_t)above, firsts_live)))
+        hi_pg -= page;
+    if (lo_pg < hi_pg)
+        pool_prim_remove_((void *)lo_pg, hi_pg - lo_pg, a->hdr->shared);
+}
+
+/* The descriptors of free span s's pages but its first, and the owner
+ * tags of all of them (see above). */
+static void return_metadata(pool_arena_t *a, const pool_span_sh_t *s)
+{
+    uint32_t end = s->start + s->npages;
+    return_rows(a, (uintptr_t)a->spans, sizeof *a->spans, s->start + 1, end, true);
+    return_rows(a, (uintptr_t)a->owners, POOL_OWNER_ROW, s->start, end, false);
 }
 
 /* Give a free span's pages back to the OS.  Returning pages twice (after
@@ -278,7 +358,7 @@ static void return_span(pool_arena_t *a, pool_span_sh_t *s)
     pool_journal_sh_t *j = ph_journal(a);
     pool_prim_remove_(pool_span_addr(a, s), (size_t)s->npages << POOL_PAGE_SHIFT,
                       a->hdr->shared);
-    return_owner_rows(a, s);
+    return_metadata(a, s);
     POOL_CRASH_POINT("pageheap.release");
     POOL_JSET(j, s->returned, 1);
     POOL_JSET(j, ph->returned_pages, ph->returned_pages + s->npages);

@@ -273,6 +273,76 @@ START_TEST(test_release_gives_back_owner_rows)
 }
 END_TEST
 
+/* Whether any OS page wholly inside [lo, hi) has memory behind it. */
+static bool any_resident(uintptr_t lo, uintptr_t hi)
+{
+    uintptr_t page = pool_prim_os_page_size_();
+    lo = (lo + page - 1) & ~(page - 1);
+    hi &= ~(page - 1);
+    ck_assert_uint_lt(lo, hi);
+    for (uintptr_t p = lo; p < hi; p += page) {
+        unsigned char in;
+        ck_assert_int_eq(mincore((void *)p, page, &in), 0);
+        if (in & 1)
+            return true;
+    }
+    return false;
+}
+
+/* A burst's metadata goes back with its pages once decay returns them:
+ * the descriptors of every page but a free span's first, and the owner
+ * tags of every page, also where an OS page of them is shared with a
+ * neighbour that went back too (big spans of two processes, which do not
+ * coalesce).  What reads as zeros then passes the checker, and the pages
+ * are taken again as fresh ones. */
+START_TEST(test_release_gives_back_span_metadata)
+{
+    pool_arena_t *a = &pool_arena_;
+    enum { NSMALL = 256, NBIG = 48, BIG_PAGES = 5 };
+    uint32_t small[NSMALL], big[NBIG];
+    uint32_t below = take(1);
+    for (unsigned i = 0; i < NSMALL; i++) {
+        small[i] = pool_pageheap_alloc_(a, 1, 1, 1, POOL_NO_SLOT);
+        ck_assert_uint_eq(small[i], small[0] + i);
+        memset(&a->owners[(size_t)small[i] * POOL_OWNER_ROW], 3, POOL_OWNER_ROW);
+    }
+    for (unsigned i = 0; i < NBIG; i++) {
+        big[i] = pool_pageheap_alloc_(a, BIG_PAGES, 1, 0, (uint16_t)(1 + i % 2));
+        ck_assert_uint_eq(big[i], small[0] + NSMALL + i * BIG_PAGES);
+        /* What the small spans these pages held before left there. */
+        memset(&a->owners[(size_t)big[i] * POOL_OWNER_ROW], 5,
+               (size_t)BIG_PAGES * POOL_OWNER_ROW);
+    }
+    uint32_t above = take(1);
+    uint32_t end = big[NBIG - 1] + BIG_PAGES;
+    for (unsigned i = 0; i < NSMALL; i++)
+        pool_pageheap_free_(a, small[i]);
+    for (unsigned i = 0; i < NBIG; i++)
+        pool_pageheap_free_(a, big[i]);
+    for (unsigned i = 0; i <= POOL_DECAY_WINDOW + 1; i++) {
+        a->ph->decay_start_ns -= 2 * POOL_DECAY_NS;
+        pool_decay();
+    }
+    ck_assert_uint_eq(a->ph->returned_pages, end - small[0]);
+    /* The small spans coalesced with the first big one: one span. */
+    ck_assert_msg(!any_resident((uintptr_t)&a->spans[small[0] + 1], (uintptr_t)&a->spans[big[1]]),
+                  "descriptors inside a returned span are resident");
+    ck_assert_msg(!any_resident((uintptr_t)&a->owners[(size_t)small[0] * POOL_OWNER_ROW],
+                                (uintptr_t)&a->owners[(size_t)end * POOL_OWNER_ROW]),
+                  "owner tags of returned spans are resident");
+    pool_test_assert_consistent();
+    uint32_t again = take(NSMALL + BIG_PAGES);
+    ck_assert_uint_eq(again, small[0]);
+    pool_pageheap_free_(a, again);
+    /* Away from the span in use below, whose OS page of tags stays. */
+    for (unsigned i = 16; i < NSMALL; i += 7)
+        ck_assert_uint_eq(a->owners[(size_t)small[i] * POOL_OWNER_ROW], POOL_NO_TAG);
+    pool_pageheap_free_(a, below);
+    pool_pageheap_free_(a, above);
+    pool_test_assert_consistent();
+}
+END_TEST
+
 /* Decay: pages freed within a period stay mapped; what stayed free through
  * a whole period, beyond the cushion, goes back at its end.  The periods
  * are ended by moving their start back rather than by waiting. */
@@ -440,6 +510,7 @@ Suite *make_pageheap_suite(void)
     tcase_add_test(tc, test_big_requests);
     tcase_add_test(tc, test_release_to_os);
     tcase_add_test(tc, test_release_gives_back_owner_rows);
+    tcase_add_test(tc, test_release_gives_back_span_metadata);
     tcase_add_test(tc, test_decay_returns_what_stayed_free);
     tcase_add_test(tc, test_burst_kept_until_decay);
     tcase_add_test(tc, test_cushion_follows_reuse);
