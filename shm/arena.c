@@ -228,16 +228,21 @@ static int copy_shared(pool_arena_t *a)
     if (carved > a->npages)
         carved = a->npages;
     memcpy(dst, src, h->layout.off_slots);
-    memcpy(dst + h->layout.off_spans, src + h->layout.off_spans, sizeof(pool_span_sh_t) * carved);
     memcpy(dst + h->layout.off_pm_class, src + h->layout.off_pm_class, carved);
     memcpy(dst + h->layout.off_pm_span, src + h->layout.off_pm_span, sizeof(uint32_t) * carved);
-    /* Runs of pages in use are copied whole: [run, p) so far. */
+    /* Runs of pages in use are copied whole: [run, p) so far.  Of the
+     * descriptors, those the walk lands on: the one of a page inside a
+     * span reads as POOL_SPAN_NONE to every reader, as the zeros of the
+     * copy do, and a read of one whose OS page went back with its span's
+     * pages would allocate that page in the shared arena again. */
+    pool_span_sh_t *spans = (pool_span_sh_t *)(void *)(dst + h->layout.off_spans);
     uint32_t run = 0;
     for (uint32_t p = 0; p <= carved;) {
         uint32_t n = 1;
         bool is_free = p == carved;
         if (p < carved) {
             const pool_span_sh_t *s = &a->spans[p];
+            memcpy(&spans[p], s, sizeof *s);
             n = pool_atomic_load_relaxed(&s->npages);
             is_free = pool_atomic_load_relaxed(&s->state) == POOL_SPAN_FREE;
             if (pool_atomic_load_relaxed(&s->start) != p || n == 0 || n > carved - p) {

@@ -503,6 +503,33 @@ START_TEST(test_fork_private_copy_on_write)
 }
 END_TEST
 
+/* A fork copies the descriptors the child may read, and no more: those
+ * of pages inside a span read as zeros there, and a read of the ones that
+ * went back with their span's pages would allocate them in the shared
+ * arena again, at every fork. */
+START_TEST(test_fork_leaves_returned_descriptors)
+{
+    pool_arena_t *a = &pool_arena_;
+    void *p = pool_malloc((size_t)4 << 20);
+    ck_assert_ptr_nonnull(p);
+    const pool_span_sh_t *s = pool_pagemap_span_(a, p);
+    uint32_t start = s->start, end = s->start + s->npages;
+    pool_free(p);
+    pool_thread_flush();
+    pool_pageheap_trim_(a);
+    uintptr_t lo = (uintptr_t)&a->spans[start + 1], hi = (uintptr_t)&a->spans[end];
+    ck_assert_msg(!pool_test_any_resident(lo, hi), "descriptors of a returned span resident");
+    pid_t pid = fork();
+    ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0)
+        _exit(0);
+    pool_test_assert_exit0(pid, "child");
+    ck_assert_msg(!pool_test_any_resident(lo, hi),
+                  "the fork brought a returned span's descriptors back");
+    pool_test_assert_consistent();
+}
+END_TEST
+
 /* The fork suite: an attached parent forks a child that allocates, frees
  * and possibly attaches again, on a shared arena and on a private one.
  * Returns a new Suite for srunner_add_suite(). */
@@ -516,6 +543,7 @@ Suite *make_fork_suite(void)
     tcase_add_test(tc, test_fork_child_attaches_again);
     tcase_add_test(tc, test_fork_child_frees_ignored);
     tcase_add_test(tc, test_fork_both_write);
+    tcase_add_test(tc, test_fork_leaves_returned_descriptors);
     suite_add_tcase(s, tc);
     tc = tcase_create("attached parent, private arena");
     tcase_add_checked_fixture(tc, setup_private_arena, NULL);

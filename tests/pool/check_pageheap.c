@@ -273,22 +273,6 @@ START_TEST(test_release_gives_back_owner_rows)
 }
 END_TEST
 
-/* Whether any OS page wholly inside [lo, hi) has memory behind it. */
-static bool any_resident(uintptr_t lo, uintptr_t hi)
-{
-    uintptr_t page = pool_prim_os_page_size_();
-    lo = (lo + page - 1) & ~(page - 1);
-    hi &= ~(page - 1);
-    ck_assert_uint_lt(lo, hi);
-    for (uintptr_t p = lo; p < hi; p += page) {
-        unsigned char in;
-        ck_assert_int_eq(mincore((void *)p, page, &in), 0);
-        if (in & 1)
-            return true;
-    }
-    return false;
-}
-
 /* A burst's metadata goes back with its pages once decay returns them:
  * the descriptors of every page but a free span's first, and the owner
  * tags of every page, also where an OS page of them is shared with a
@@ -325,11 +309,13 @@ START_TEST(test_release_gives_back_span_metadata)
     }
     ck_assert_uint_eq(a->ph->returned_pages, end - small[0]);
     /* The small spans coalesced with the first big one: one span. */
-    ck_assert_msg(!any_resident((uintptr_t)&a->spans[small[0] + 1], (uintptr_t)&a->spans[big[1]]),
+    ck_assert_msg(!pool_test_any_resident((uintptr_t)&a->spans[small[0] + 1],
+                                          (uintptr_t)&a->spans[big[1]]),
                   "descriptors inside a returned span are resident");
-    ck_assert_msg(!any_resident((uintptr_t)&a->owners[(size_t)small[0] * POOL_OWNER_ROW],
+    ck_assert_msg(
+        !pool_test_any_resident((uintptr_t)&a->owners[(size_t)small[0] * POOL_OWNER_ROW],
                                 (uintptr_t)&a->owners[(size_t)end * POOL_OWNER_ROW]),
-                  "owner tags of returned spans are resident");
+        "owner tags of returned spans are resident");
     pool_test_assert_consistent();
     uint32_t again = take(NSMALL + BIG_PAGES);
     ck_assert_uint_eq(again, small[0]);

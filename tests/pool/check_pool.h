@@ -5,7 +5,9 @@
 #define CHECK_POOL_H
 
 #include <check.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "shmpool.h"
@@ -42,6 +44,10 @@ pool_usage_t pool_test_assert_bytes_add_up(void);
 /* The arena is consistent, its bytes add up, and exactly in_use bytes are
  * in use: what a test expects once every block is freed (or reaped). */
 void pool_test_assert_settled(size_t in_use);
+
+/* Whether any OS page wholly inside [lo, hi) has memory behind it
+ * (mincore). */
+bool pool_test_any_resident(uintptr_t lo, uintptr_t hi);
 
 /* Child processes: wait for pid (retrying on EINTR) and return its status;
  * fail the test unless it exited 0, or unless SIGKILL killed it. */

@@ -7,10 +7,12 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 
 #include "check_pool.h"
 #include "pool-internal.h"
+#include "prim/prim.h"
 
 void pool_test_create(void)
 {
@@ -29,6 +31,21 @@ void pool_test_destroy(void)
 {
     pool_detach();
     pool_destroy_();
+}
+
+bool pool_test_any_resident(uintptr_t lo, uintptr_t hi)
+{
+    uintptr_t page = pool_prim_os_page_size_();
+    lo = (lo + page - 1) & ~(page - 1);
+    hi &= ~(page - 1);
+    ck_assert_uint_lt(lo, hi);
+    for (uintptr_t p = lo; p < hi; p += page) {
+        unsigned char in;
+        ck_assert_int_eq(mincore((void *)p, page, &in), 0);
+        if (in & 1)
+            return true;
+    }
+    return false;
 }
 
 void pool_test_assert_consistent(void)
