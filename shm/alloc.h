@@ -33,19 +33,26 @@ static inline void pool_guard_leave(void)
         pool_tls_depth_--;
 }
 
-/* malloc fast path, 19 instructions on x86-64 in libshmpool.so with the
- * TLS load and the return, 18 linked into a program (POOL_TLS); the range
+/* malloc fast path, 17 instructions on x86-64 in libshmpool.so with the
+ * TLS load and the return, 16 linked into a program (POOL_TLS); the range
  * test costs 2 over a NULL test, the mark 2 and its clearing 1; heads and
  * bins in arrays of eight-byte elements spare the multiply by a bin's
- * size.  Class from the table, check and pop the bin's head.  One range
- * test sends NULL (an empty bin, every bin of the empty cache, whose size
- * is 0, and class 0 for big requests) and a head outside the arena (a bad
- * link, which the slow path names) to the slow path; then the mark. */
+ * size, and the cache's own copy of the class table (class_small) the
+ * instruction that takes the table's address.  Class from the table, check and pop the
+ * bin's head.  One range test sends NULL (an empty bin, every bin of the
+ * empty cache, whose size is 0, and class 0 for big requests and in the
+ * empty cache's table) and a head outside the arena (a bad link, which
+ * the slow path names) to the slow path; then the mark. */
 static inline void *pool_malloc_fast(size_t size)
 {
     pool_tcache_sh_t *tc = pool_tls_tcache_;
-    unsigned cls = pool_sizeclass_of(size);
+    uintptr_t cls = pool_likely(size <= POOL_SMALL_LOOKUP_MAX) ? tc->class_small[size]
+                                                               : pool_sizeclass_large(size);
     void *p = tc->heads[cls];
+    /* cls hidden: see POOL_OPAQUE.  p with it: GCC 12 then gives p the
+     * return register from its load on, where it otherwise adds a move. */
+    POOL_OPAQUE(cls);
+    POOL_OPAQUE(p);
     if (pool_unlikely((uintptr_t)p - tc->base >= tc->size))
         return pool_malloc_slow_(size);
     return pool_bin_take(tc, cls, p);

@@ -19,6 +19,12 @@
 #define pool_likely(x) __builtin_expect(!!(x), 1)
 #define pool_unlikely(x) __builtin_expect(!!(x), 0)
 #define POOL_NOINLINE __attribute__((noinline))
+/* x, an lvalue, keeps its value, but the compiler no longer knows it.  A
+ * bin's fields read or written on each side of it are then addressed
+ * each in its own instruction (tc + cls * 8 + the field's offset), where
+ * GCC otherwise computes tc + cls * 8 into a register first, one
+ * instruction more on malloc's fast path. */
+#define POOL_OPAQUE(x) __asm__("" : "+r"(x))
 #define POOL_COLD __attribute__((cold, noinline))
 /* Linked into a program (poold, poolbench) the pool's thread-locals are
  * one %fs-relative access; in libshmpool.so each access first loads its
@@ -105,6 +111,14 @@ void pool_sizeclass_init_(void);
  * align (a power of two <= POOL_PAGE_SIZE); 0 when none does. */
 unsigned pool_sizeclass_aligned_(size_t size, size_t align);
 
+/* pool_sizeclass_of for a size over POOL_SMALL_LOOKUP_MAX. */
+static inline unsigned pool_sizeclass_large(size_t size)
+{
+    if (size <= POOL_MAX_SMALL)
+        return pool_class_large_[(size + 127) >> 7];
+    return 0;
+}
+
 /* Class for a request of size bytes, 0 above POOL_MAX_SMALL.  A table load
  * and a compare; the tables are zero before init, which sends everything to
  * the slow path. */
@@ -112,9 +126,7 @@ static inline unsigned pool_sizeclass_of(size_t size)
 {
     if (pool_likely(size <= POOL_SMALL_LOOKUP_MAX))
         return pool_class_small_[size];
-    if (size <= POOL_MAX_SMALL)
-        return pool_class_large_[(size + 127) >> 7];
-    return 0;
+    return pool_sizeclass_large(size);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -653,7 +665,7 @@ static inline pool_list_t pool_tcache_list(const pool_tcache_sh_t *tc, unsigned 
     pool_tcache_sh_t *t = (pool_tcache_sh_t *)tc;
     if (remote)
         return (pool_list_t){ &t->own[cls].remote, &t->own[cls].remote_room, 0 };
-    return (pool_list_t){ &t->heads[cls], &t->bins[cls].room, t->watermark[cls] };
+    return (pool_list_t){ &t->heads[cls], &t->bins[cls].room, t->own[cls].watermark };
 }
 
 /* Objects on list l.  A reader in another process (a reaper, the
@@ -734,12 +746,13 @@ static inline void pool_bin_push(pool_tcache_sh_t *tc, unsigned cls, void *p)
  * object leaves a thread cache for a caller, so the mark is checked (and
  * cleared, or its next free would look like a double one) and the stats
  * and debug hooks sit here. */
-static inline void *pool_bin_take(pool_tcache_sh_t *tc, unsigned cls, void *p)
+static inline void *pool_bin_take(pool_tcache_sh_t *tc, uintptr_t cls, void *p)
 {
     void **w = p;
     if (pool_unlikely(w[1] != tc))
         pool_bin_corrupt_(p);
     tc->heads[cls] = w[0];
+    POOL_OPAQUE(cls);
     /* p off the list before its mark goes: a reaper stops at a listed
      * object without one. */
     __atomic_signal_fence(__ATOMIC_SEQ_CST);

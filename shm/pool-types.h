@@ -82,7 +82,7 @@
 #define POOL_MAGIC UINT64_C(0x6c6f6f706d687373) /* "sshmpool" little-endian */
 /* Bumped whenever a shared structure changes shape.  Debug and spin builds
  * change the span and lock layouts, so they are folded into the version. */
-#define POOL_LAYOUT_VERSION 14u
+#define POOL_LAYOUT_VERSION 15u
 
 /* ------------------------------------------------------------------------ */
 /* Locks                                                                     */
@@ -358,8 +358,8 @@ typedef struct pool_binstats_s {
     uint64_t released; /* objects in those batches */
 } pool_binstats_t;
 
-/* The spans of one class a thread cache owns, and what it freed of spans it
- * does not.  A span is owned from the fetch that finds it unowned until
+/* The spans of one class a thread cache owns, what it freed of spans it
+ * does not, and its bin's watermark and batch size.  A span is owned from the fetch that finds it unowned until
  * the owner gives it up (its objects all back through the owner's own
  * release, a flush, or the owner's reap), so that no two threads' live
  * objects share a span.  The lists are linked through the spans' prev and
@@ -384,7 +384,11 @@ typedef struct pool_own_s {
                           * and marked as a bin's) */
     int32_t remote_room; /* the remote list's length, negated: a room counted down
                           * from 0 as a bin's is from its watermark */
-    uint32_t pad_;
+    uint16_t watermark;  /* the bin's length at which free takes the slow path:
+                          * its room when empty (16 bits as pool_class_t's;
+                          * with batch it fills what would be padding here) */
+    uint16_t batch;      /* the bin's next fetch size; doubles up to the class
+                          * maximum */
     uint64_t xinbox;     /* objects of this cache's spans that other caches freed,
                           * pushed here without a lock and taken whole by the
                           * cache (atomic; see POOL_INBOX_COUNT_SHIFT) */
@@ -405,12 +409,16 @@ typedef struct pool_tcache_sh_s {
                                  * their first word, each marked in its
                                  * second (pool_bin_push) */
     pool_bin_t bins[POOL_NCLASSES];
-    uint32_t watermark[POOL_NCLASSES]; /* a bin's length at which free takes the
-                                        * slow path: its room when empty */
-    uint32_t batch[POOL_NCLASSES];     /* next fetch size; doubles up to the
-                                        * class maximum */
     pool_binstats_t stats[POOL_NCLASSES];
     pool_own_t own[POOL_NCLASSES];
+    uint8_t class_small[POOL_SMALL_LOOKUP_MAX + 1]; /* pool_class_small_, copied when a
+                                                     * thread takes the slot: malloc's fast
+                                                     * path indexes it off the cache's
+                                                     * address, already in a register, and
+                                                     * loads no table address.  All zero in
+                                                     * the empty cache: class 0, whose
+                                                     * head is NULL.  Last, so that heads
+                                                     * keeps a one-byte displacement */
 } pool_tcache_sh_t;
 
 /* A slot's xstate is POOL_SLOT_FREE or the pid of the process holding it.

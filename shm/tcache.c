@@ -54,15 +54,16 @@ bool pool_tcache_init_(pool_arena_t *a, pool_tcache_sh_t *tc, uint16_t slot)
     tc->size = a->data_size;
     tc->pm_class = private_maps[slot];
     tc->slot = slot;
+    memcpy(tc->class_small, pool_class_small_, sizeof tc->class_small);
     tc->heads[0] = NULL;
     memset(&tc->bins[0], 0, sizeof tc->bins[0]);
-    tc->watermark[0] = 0;
-    tc->batch[0] = 0;
+    tc->own[0].watermark = 0;
+    tc->own[0].batch = 0;
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
         tc->heads[cls] = NULL;
-        tc->watermark[cls] = pool_classes_[cls].watermark;
-        tc->bins[cls].room = (int32_t)tc->watermark[cls];
-        tc->batch[cls] = 1;
+        tc->own[cls].watermark = pool_classes_[cls].watermark;
+        tc->bins[cls].room = (int32_t)tc->own[cls].watermark;
+        tc->own[cls].batch = 1;
         uint32_t size = pool_classes_[cls].size;
         uint32_t align = size & -size;
         tc->bins[cls].misalign = (align < POOL_PAGE_SIZE ? align : POOL_PAGE_SIZE) - 1;
@@ -165,7 +166,7 @@ static bool inbox_take(pool_tcache_sh_t *tc, unsigned cls)
         if (n == 0)
             return false;
         tc->heads[cls] = pool_inbox_first(tc->base, w);
-        tc->bins[cls].room = (int32_t)(tc->watermark[cls] - n);
+        tc->bins[cls].room = (int32_t)(tc->own[cls].watermark - n);
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
         POOL_CRASH_POINT("tcache.inbox_take");
     } while (!pool_atomic_cas(box, &w, pool_inbox_word(tc->base, w, NULL, 0)));
@@ -203,7 +204,7 @@ static bool inbox_push(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls,
     uint32_t n;
     do {
         n = pool_inbox_count(w);
-        if ((w & POOL_INBOX_CLOSED) || n >= o->watermark[cls])
+        if ((w & POOL_INBOX_CLOSED) || n >= o->own[cls].watermark)
             return false;
         link[1] = o;
         link[0] = pool_inbox_first(tc->base, w);
@@ -216,8 +217,8 @@ void pool_tcache_flush_(pool_arena_t *a, pool_tcache_sh_t *tc)
 {
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
         release_chain(a, tc, cls, pool_tcache_list(tc, cls, false));
-        tc->bins[cls].room = (int32_t)tc->watermark[cls];
-        tc->batch[cls] = 1;
+        tc->bins[cls].room = (int32_t)tc->own[cls].watermark;
+        tc->own[cls].batch = 1;
         release_chain(a, tc, cls, pool_tcache_list(tc, cls, true));
         inbox_close(a, tc, cls);
         pool_central_disown_(a, cls, tc);
@@ -257,7 +258,7 @@ void pool_thread_scavenge(void)
         /* The length first: a death between the two leaves the bin's chain
          * longer than its length, which the reaper walks to the length
          * and one more, rather than a length past the chain's end. */
-        tc->bins[cls].room = (int32_t)(tc->watermark[cls] - keep);
+        tc->bins[cls].room = (int32_t)(tc->own[cls].watermark - keep);
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
         *link = NULL;
         release_chain(&pool_arena_, tc, cls, (pool_list_t){ &rest, &rest_room, 0 });
@@ -326,7 +327,7 @@ void pool_debug_on_free_(void *p)
 static bool refill(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
 {
     void *objs[POOL_FETCH_MAX];
-    uint32_t got = pool_central_fetch_(a, cls, tc->batch[cls], tc, objs);
+    uint32_t got = pool_central_fetch_(a, cls, tc->own[cls].batch, tc, objs);
     if (pool_config_stats) {
         tc->stats[cls].misses++;
         tc->stats[cls].fetches++;
@@ -346,7 +347,7 @@ static bool refill(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
         pool_bin_push(tc, cls, objs[i]);
     }
     uint32_t max = pool_classes_[cls].max_batch;
-    tc->batch[cls] = tc->batch[cls] * 2 < max ? tc->batch[cls] * 2 : max;
+    tc->own[cls].batch = tc->own[cls].batch * 2 < max ? tc->own[cls].batch * 2 : max;
     return true;
 }
 

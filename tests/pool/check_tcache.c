@@ -31,7 +31,7 @@ static uint32_t len_of(size_t size)
 
 static uint32_t batch_of(size_t size)
 {
-    return pool_tls_tcache_->batch[pool_sizeclass_of(size)];
+    return pool_tls_tcache_->own[pool_sizeclass_of(size)].batch;
 }
 
 static void *head_of(size_t size)
@@ -186,6 +186,25 @@ START_TEST(test_random_sizes_keep_content)
     pool_usage(&u);
     ck_assert_uint_eq(u.in_use, 0);
     pool_test_assert_consistent();
+}
+END_TEST
+
+/* malloc's fast path takes the class from the cache's copy of the class
+ * table: a thread that takes a slot gets the whole table, the empty cache
+ * none (everything to the slow path), and each size up to 1 KiB gets its
+ * class's block from the bin as from the slow path. */
+START_TEST(test_cache_class_table)
+{
+    for (size_t n = 0; n <= POOL_SMALL_LOOKUP_MAX; n++) {
+        ck_assert_uint_eq(pool_empty_tcache_.class_small[n], 0);
+        ck_assert_uint_eq(pool_tls_tcache_->class_small[n], pool_sizeclass_of(n));
+        void *p = pool_malloc(n);
+        pool_free(p);
+        void *q = pool_malloc(n);
+        ck_assert_ptr_eq(q, p);
+        ck_assert_uint_eq(pool_usable_size(q), pool_classes_[pool_sizeclass_of(n)].size);
+        pool_free(q);
+    }
 }
 END_TEST
 
@@ -734,6 +753,7 @@ Suite *make_tcache_suite(void)
     tcase_add_test(tc, test_scavenge_halves_bins);
     tcase_add_test(tc, test_watermark_releases_a_batch);
     tcase_add_test(tc, test_random_sizes_keep_content);
+    tcase_add_test(tc, test_cache_class_table);
     tcase_add_test(tc, test_calloc_and_realloc);
     tcase_add_test(tc, test_thread_exit_returns_slot);
     tcase_add_test(tc, test_thread_exit_destructors_after_ours);
