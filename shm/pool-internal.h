@@ -111,12 +111,11 @@ void pool_sizeclass_init_(void);
  * align (a power of two <= POOL_PAGE_SIZE); 0 when none does. */
 unsigned pool_sizeclass_aligned_(size_t size, size_t align);
 
-/* pool_sizeclass_of for a size over POOL_SMALL_LOOKUP_MAX. */
+/* Class for a request of size bytes, over POOL_SMALL_LOOKUP_MAX and at
+ * most POOL_MAX_SMALL. */
 static inline unsigned pool_sizeclass_large(size_t size)
 {
-    if (size <= POOL_MAX_SMALL)
-        return pool_class_large_[(size + 127) >> 7];
-    return 0;
+    return pool_class_large_[(size + 127) >> 7];
 }
 
 /* Class for a request of size bytes, 0 above POOL_MAX_SMALL.  A table load
@@ -126,7 +125,9 @@ static inline unsigned pool_sizeclass_of(size_t size)
 {
     if (pool_likely(size <= POOL_SMALL_LOOKUP_MAX))
         return pool_class_small_[size];
-    return pool_sizeclass_large(size);
+    if (size <= POOL_MAX_SMALL)
+        return pool_sizeclass_large(size);
+    return 0;
 }
 
 /* ------------------------------------------------------------------------ */
