@@ -243,6 +243,13 @@ void pool_thread_scavenge(void)
         return;
     pool_guard_enter();
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
+        /* The batch halves with the bin, so that a light load after a
+         * burst refills by small batches: at the burst's largest, every
+         * refill fetches a burst's batch again and the bins keep that
+         * much more than the load needs (32 workers under 10 requests a
+         * second, 30 s after a burst each: 4.5 MiB in the bins against
+         * 1.7).  Slow start doubles it back within a few refills. */
+        tc->own[cls].batch = tc->own[cls].batch > 1 ? tc->own[cls].batch / 2 : 1;
         if (tc->heads[cls] == NULL)
             inbox_take(tc, cls);
         uint32_t len = pool_bin_len(tc, cls);

@@ -107,6 +107,37 @@ START_TEST(test_scavenge_halves_bins)
 }
 END_TEST
 
+/* The batch halves with the bin: after a burst grew it to the class's
+ * largest, a light load's refills fetch a little, not a burst's batch,
+ * once a few scavenges have run. */
+START_TEST(test_scavenge_halves_batch)
+{
+    enum { N = 20000 };
+    static void *p[N];
+    uint32_t max = pool_classes_[pool_sizeclass_of(48)].max_batch;
+    int n = 0;
+    while (n < N && batch_of(48) < max)
+        p[n++] = pool_malloc(48);
+    ck_assert_uint_eq(batch_of(48), max);
+    pool_thread_scavenge();
+    ck_assert_uint_eq(batch_of(48), max / 2);
+    for (uint32_t b = max / 2; b > 1; b /= 2)
+        pool_thread_scavenge();
+    ck_assert_uint_eq(batch_of(48), 1);
+    pool_thread_scavenge();
+    ck_assert_uint_eq(batch_of(48), 1);
+    /* A refill after them takes one object's line, not a burst's batch. */
+    while (len_of(48) > 0)
+        p[n++] = pool_malloc(48);
+    p[n++] = pool_malloc(48);
+    ck_assert_uint_lt(len_of(48), 64 / 16);
+    ck_assert_uint_eq(batch_of(48), 2);
+    while (n > 0)
+        pool_free(p[--n]);
+    pool_test_assert_consistent();
+}
+END_TEST
+
 START_TEST(test_watermark_releases_a_batch)
 {
     enum { N = 3000 };
@@ -751,6 +782,7 @@ Suite *make_tcache_suite(void)
     tcase_add_checked_fixture(tc, pool_test_create_attach, pool_test_destroy);
     tcase_add_test(tc, test_slow_start);
     tcase_add_test(tc, test_scavenge_halves_bins);
+    tcase_add_test(tc, test_scavenge_halves_batch);
     tcase_add_test(tc, test_watermark_releases_a_batch);
     tcase_add_test(tc, test_random_sizes_keep_content);
     tcase_add_test(tc, test_cache_class_table);
