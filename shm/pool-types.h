@@ -82,7 +82,7 @@
 #define POOL_MAGIC UINT64_C(0x6c6f6f706d687373) /* "sshmpool" little-endian */
 /* Bumped whenever a shared structure changes shape.  Debug and spin builds
  * change the span and lock layouts, so they are folded into the version. */
-#define POOL_LAYOUT_VERSION 15u
+#define POOL_LAYOUT_VERSION 16u
 
 /* ------------------------------------------------------------------------ */
 /* Locks                                                                     */
@@ -183,6 +183,9 @@ typedef struct pool_class_s {
     uint16_t max_batch; /* largest batch between thread cache and central */
     uint16_t watermark; /* thread-cache length beyond which frees release */
     uint16_t keep_empty; /* wholly free spans the central cache keeps */
+    uint8_t light_class; /* the class a thread's first objects of this one come from
+                          * (sizeclass.c, POOL_LIGHT_BYTES); the class itself when none */
+    uint8_t light_max;   /* how many of them: 0 when light_class is the class */
 } pool_class_t;
 
 /* ------------------------------------------------------------------------ */
@@ -419,6 +422,9 @@ typedef struct pool_tcache_sh_s {
                                                      * the empty cache: class 0, whose
                                                      * head is NULL.  Last, so that heads
                                                      * keeps a one-byte displacement */
+    uint8_t light[POOL_NCLASSES]; /* per class, the objects its malloc took from its
+                                   * light_class (pool_class_t) since the thread took
+                                   * the slot */
 } pool_tcache_sh_t;
 
 /* A slot's xstate is POOL_SLOT_FREE or the pid of the process holding it.

@@ -55,6 +55,7 @@ bool pool_tcache_init_(pool_arena_t *a, pool_tcache_sh_t *tc, uint16_t slot)
     tc->pm_class = private_maps[slot];
     tc->slot = slot;
     memcpy(tc->class_small, pool_class_small_, sizeof tc->class_small);
+    memset(tc->light, 0, sizeof tc->light);
     tc->heads[0] = NULL;
     memset(&tc->bins[0], 0, sizeof tc->bins[0]);
     tc->own[0].watermark = 0;
@@ -360,8 +361,18 @@ static bool refill(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
 
 void *pool_tcache_alloc_(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
 {
-    if (tc->heads[cls] == NULL && !inbox_take(tc, cls) && !refill(a, tc, cls))
-        return NULL;
+    if (tc->heads[cls] == NULL && !inbox_take(tc, cls)) {
+        /* A class this thread has used little borrows from its light class
+         * rather than take a span (a page) of its own; its lender lends
+         * nothing, so this recurses once at most. */
+        const pool_class_t *k = &pool_classes_[cls];
+        if (tc->light[cls] < k->light_max) {
+            tc->light[cls]++;
+            return pool_tcache_alloc_(a, tc, k->light_class);
+        }
+        if (!refill(a, tc, cls))
+            return NULL;
+    }
     return pool_bin_pop(tc, cls);
 }
 

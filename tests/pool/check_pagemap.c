@@ -13,12 +13,14 @@
 #include <unistd.h>
 
 #include "check_pool.h"
+#include "spawn.h"
 #include "pool-internal.h"
 #include "prim/prim.h"
 
 START_TEST(test_small_object_pages)
 {
     pool_arena_t *a = &pool_arena_;
+    test_own_classes();
     void *p = pool_malloc(100);
     ck_assert_ptr_nonnull(p);
     ck_assert(pool_owns(p));

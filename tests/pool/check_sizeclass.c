@@ -74,6 +74,19 @@ START_TEST(test_class_geometry)
         ck_assert_msg(c->watermark == (bin > 2u * c->max_batch ? bin : 2u * c->max_batch),
                       "class %u: watermark %u for batches of %u", cls, c->watermark,
                       c->max_batch);
+        /* Up to 1 KiB, a class under 128 bytes or no power of two borrows
+         * 4 KiB of the next power of two of at least 128 bytes, which
+         * borrows nothing. */
+        const pool_class_t *l = &pool_classes_[c->light_class];
+        if (c->size < 128 || (c->size <= 1024 && (c->size & (c->size - 1)) != 0)) {
+            ck_assert_msg(l->size >= 128 && (l->size & (l->size - 1)) == 0 &&
+                              l->size > c->size && l->size < 2 * c->size + 128,
+                          "class %u borrows from %u bytes", cls, l->size);
+            ck_assert_msg((size_t)c->light_max * l->size == 4096 && l->light_max == 0,
+                          "class %u borrows %u", cls, c->light_max);
+        } else {
+            ck_assert_msg(c->light_class == cls && c->light_max == 0, "class %u borrows", cls);
+        }
         /* A class keeps 512 KiB of wholly free spans, at least one. */
         ck_assert_msg(c->keep_empty >= 1 &&
                           (c->keep_empty == 1 || (size_t)c->keep_empty * span <= (512u << 10)),

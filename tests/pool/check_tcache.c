@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "check_pool.h"
+#include "spawn.h"
 #include "../programs/pattern.h"
 #include "pool-internal.h"
 #include "prim/prim.h"
@@ -41,6 +42,7 @@ static void *head_of(size_t size)
 
 START_TEST(test_slow_start)
 {
+    test_own_classes();
     void *p = pool_malloc(16);
     /* First miss asked for one object, got its cache line's four (a batch
      * ends on a line boundary), and doubled the batch. */
@@ -226,6 +228,7 @@ END_TEST
  * class's block from the bin as from the slow path. */
 START_TEST(test_cache_class_table)
 {
+    test_own_classes();
     for (size_t n = 0; n <= POOL_SMALL_LOOKUP_MAX; n++) {
         ck_assert_uint_eq(pool_empty_tcache_.class_small[n], 0);
         ck_assert_uint_eq(pool_tls_tcache_->class_small[n], pool_sizeclass_of(n));
@@ -236,6 +239,42 @@ START_TEST(test_cache_class_table)
         ck_assert_uint_eq(pool_usable_size(q), pool_classes_[pool_sizeclass_of(n)].size);
         pool_free(q);
     }
+}
+END_TEST
+
+/* A thread's first objects of a class up to 1 KiB come from the class of
+ * the next power of two (at least 128 bytes), 4 KiB of it per class: an
+ * idle process's few objects of many classes share a few spans instead
+ * of taking a page each.  A class used beyond that has spans of its own;
+ * powers of two and classes over 1 KiB lend nothing. */
+START_TEST(test_light_classes_borrow)
+{
+    static const size_t sizes[] = { 16, 48, 100, 144, 240, 288, 480, 576, 960 };
+    static const size_t lender[] = { 128, 128, 128, 256, 256, 512, 512, 1024, 1024 };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        void *p = pool_malloc(sizes[i]);
+        ck_assert_uint_eq(pool_usable_size(p), lender[i]);
+    }
+    /* The first three share one span of 128-byte objects. */
+    void *a = pool_malloc(16), *b = pool_malloc(64), *c = pool_malloc(112);
+    uint32_t oi;
+    pool_span_sh_t *s = pool_object_span_(&pool_arena_, a, &oi);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_ptr_eq(pool_object_span_(&pool_arena_, b, &oi), s);
+    ck_assert_ptr_eq(pool_object_span_(&pool_arena_, c, &oi), s);
+    /* Freed, a borrowed object goes back to its own class's bin. */
+    uint32_t len = len_of(128);
+    pool_free(b);
+    ck_assert_uint_eq(len_of(128), len + 1);
+    ck_assert_uint_eq(len_of(64), 0);
+    /* 32 of 16 bytes (two taken above), then the class's own. */
+    for (int i = 2; i < 4096 / 128; i++)
+        ck_assert_uint_eq(pool_usable_size(pool_malloc(16)), 128);
+    ck_assert_uint_eq(pool_usable_size(pool_malloc(16)), 16);
+    ck_assert_uint_eq(pool_usable_size(pool_malloc(16)), 16);
+    ck_assert_uint_eq(pool_usable_size(pool_malloc(256)), 256);
+    ck_assert_uint_eq(pool_usable_size(pool_malloc(1152)), 1152);
+    pool_test_assert_consistent();
 }
 END_TEST
 
@@ -376,6 +415,7 @@ END_TEST
 
 START_TEST(test_stats_json)
 {
+    test_own_classes();
     void *p = pool_malloc(64);
     char buf[16384];
     size_t n = pool_stats_json(buf, sizeof buf);
@@ -534,6 +574,7 @@ static uint32_t inbox_of(size_t size)
 static pool_span_sh_t *freed_in_a_thread(remote_t *r)
 {
     memset(r, 0, sizeof *r);
+    test_own_classes();
     for (int i = 0; i < REMOTE_N; i++)
         r->blocks[i] = pool_malloc(64);
     uint32_t oi;
@@ -618,6 +659,7 @@ static void *takeover_body(void *arg)
 {
     takeover_t *t = arg;
     remote_free_body(&t->r);
+    test_own_classes();
     void *p = pool_malloc(64);
     t->holder = t->span->holder;
     t->check = pool_check(t->msg, sizeof t->msg);
@@ -629,6 +671,7 @@ START_TEST(test_remote_list_of_a_span_taken_over)
 {
     static takeover_t t;
     memset(&t, 0, sizeof t);
+    test_own_classes();
     for (int i = 0; i < REMOTE_N; i++)
         t.r.blocks[i] = pool_malloc(64);
     uint32_t oi;
@@ -674,6 +717,7 @@ START_TEST(test_remote_frees_pending_at_death)
         alarm(10);
         if (pool_attach() != 0)
             _exit(1);
+        test_own_classes();
         for (int i = 0; i < REMOTE_N; i++)
             r.blocks[i] = pool_malloc(64);
         pthread_t t;
@@ -706,6 +750,7 @@ static pid_t fork_attached(void)
         alarm(10);
         if (pool_attach() != 0)
             _exit(1);
+        test_own_classes();
     }
     return pid;
 }
@@ -786,6 +831,7 @@ Suite *make_tcache_suite(void)
     tcase_add_test(tc, test_watermark_releases_a_batch);
     tcase_add_test(tc, test_random_sizes_keep_content);
     tcase_add_test(tc, test_cache_class_table);
+    tcase_add_test(tc, test_light_classes_borrow);
     tcase_add_test(tc, test_calloc_and_realloc);
     tcase_add_test(tc, test_thread_exit_returns_slot);
     tcase_add_test(tc, test_thread_exit_destructors_after_ours);

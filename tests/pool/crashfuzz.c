@@ -176,6 +176,7 @@ static void class_objects(unsigned cls, size_t n, size_t free_every, uint64_t se
 /* Every class with a full span, a partial one and an empty one. */
 static void build_classes(uint64_t seed)
 {
+    test_own_classes();
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
         size_t count = pool_classes_[cls].count;
         class_objects(cls, count, 0, seed);
@@ -194,6 +195,7 @@ static const unsigned span_classes[] = { 6, 41 };
 
 static void build_class_spans(uint64_t seed)
 {
+    test_own_classes();
     for (unsigned k = 0; k < 2; k++) {
         unsigned cls = span_classes[k];
         class_objects(cls, (size_t)pool_classes_[cls].count * CLASS_SPANS,

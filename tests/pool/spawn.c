@@ -6,8 +6,17 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "shmpool.h"
+#include "pool-internal.h"
 #include "spawn.h"
+
+void test_own_classes(void)
+{
+    pool_tcache_sh_t *tc = pool_tls_tcache_;
+    if (tc == &pool_empty_tcache_)
+        abort();
+    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
+        tc->light[cls] = pool_classes_[cls].light_max;
+}
 
 pid_t test_spawn(unsigned alarm_s, bool attach, const char *crash)
 {
