@@ -184,8 +184,7 @@ void pool_pageheap_trim_(pool_arena_t *a);
 bool pool_pageheap_decay_(pool_arena_t *a, const struct timespec *deadline);
 /* The decay's cushion, in pages: the most free pages that were taken again
  * while still mapped within the current period or one of the
- * POOL_DECAY_WINDOW before, each of those halved once for every period
- * ended after it; none after that many quiet periods.
+ * POOL_DECAY_WINDOW before; none after that many quiet periods.
  * REQUIRES: page-heap lock. */
 uint64_t pool_pageheap_cushion_(const pool_pageheap_sh_t *ph);
 /* pool_pageheap_free_ for a caller that holds the page-heap lock. */
