@@ -25,6 +25,8 @@
  * every free over a bound and faulted back in 4 KiB at a time, and frag's
  * end of run under four processes went over it).  The decay is ended by the
  * page heap's own operations, and by pool_decay() for a heap gone quiet.  A
+ * class's empty span that stayed empty through a period of its class counts
+ * as free since the page heap's period began (pool_pageheap_free_idle_).  A
  * returned span that is reused is simply touched again (it reads as zeros).
  * Its metadata goes with it: the descriptors of its pages but the first and
  * the owner tags of all of them (return_metadata()).  Merging returned with
@@ -701,6 +703,27 @@ void pool_pageheap_free_(pool_arena_t *a, uint32_t idx)
     pool_pageheap_sh_t *ph = a->ph;
     pool_lock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
     pool_pageheap_free_locked_(a, idx);
+    decay(a);
+    pool_unlock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
+}
+
+void pool_pageheap_free_idle_(pool_arena_t *a, uint32_t idx)
+{
+    pool_pageheap_sh_t *ph = a->ph;
+    pool_journal_sh_t *j = ph_journal(a);
+    pool_lock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
+    uint64_t was = unreturned(ph);
+    pool_pageheap_free_locked_(a, idx);
+    /* Its pages were idle through a period of the tier that held them, and
+     * returned neighbours it merged with, counted unreturned from now on,
+     * were free all along: waiting out a whole period of ours as well kept
+     * them mapped a second more, paid for by every worker at rest.  An
+     * operation of its own, off the path of every other free: a holder
+     * that dies before it leaves the span freed and the low mark as it
+     * was, which costs a period, never a page. */
+    pool_journal_begin_(j, POOL_OP_PH_FREE);
+    POOL_JSET(j, ph->decay_min_pages, ph->decay_min_pages + (unreturned(ph) - was));
+    pool_journal_commit_(j);
     decay(a);
     pool_unlock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
 }

@@ -167,6 +167,11 @@ uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_p
 /* Give a span back: coalesce with free neighbours, maybe return its pages to
  * the OS.  Takes the page-heap lock.  REQUIRES: no central lock held. */
 void pool_pageheap_free_(pool_arena_t *a, uint32_t span);
+/* pool_pageheap_free_ for a span whose pages were idle through a whole
+ * decay period where they were (a class's empty span): they, and the
+ * returned neighbours it merges with, count as free since the page heap's
+ * period began, so its end gives them back (less the cushion). */
+void pool_pageheap_free_idle_(pool_arena_t *a, uint32_t span);
 /* Rebuild the tiling, free lists and page counters from the span
  * descriptors, and the page map from the spans; quarantine pages past a
  * broken descriptor.  Never journals; safe to run twice.  REQUIRES:
