@@ -407,15 +407,19 @@ void pool_central_trim_(pool_arena_t *a, unsigned cls, uint32_t keep, uint16_t t
 }
 
 /* Give the spans decay_empties or a release unlinked (linked by next) to
- * the page heap, the class lock dropped. */
-static void send_leaving(pool_arena_t *a, unsigned cls, uint32_t leaving)
+ * the page heap, the class lock dropped; `idle`: decay_empties', empty
+ * through a whole period. */
+static void send_leaving(pool_arena_t *a, unsigned cls, uint32_t leaving, bool idle)
 {
     while (leaving != POOL_NIL) {
         uint32_t idx = leaving;
         leaving = a->spans[idx].next;
         if (pool_config_stats)
             pool_atomic_inc(&a->cstats[cls].spans_out);
-        pool_pageheap_free_(a, idx);
+        if (idle)
+            pool_pageheap_free_idle_(a, idx);
+        else
+            pool_pageheap_free_(a, idx);
     }
 }
 
@@ -507,6 +511,7 @@ void pool_central_release_(pool_arena_t *a, unsigned cls, void *const *objs, uin
     pool_tcache_sh_t *tc = pool_tls_tcache_ != &pool_empty_tcache_ ? pool_tls_tcache_ : NULL;
     uint16_t tag = pool_thread_tag();
     uint32_t leaving = POOL_NIL; /* spans for the page heap, linked by next */
+    uint32_t idle = POOL_NIL;    /* those the decay sheds, empty a period */
     group_t g[RELEASE_GROUPS], *gp = g;
     unsigned ng = 0;
     pool_assert(n <= POOL_RELEASE_MAX);
@@ -556,14 +561,15 @@ void pool_central_release_(pool_arena_t *a, unsigned cls, void *const *objs, uin
     }
     flush_groups(a, cls, g, ng, tc, tag, &leaving);
     pool_journal_step_(j);
-    decay_empties(a, cls, tag, &leaving);
+    decay_empties(a, cls, tag, &idle);
     if (pool_config_stats) {
         a->cstats[cls].releases++;
         a->cstats[cls].released += n;
     }
     pool_journal_commit_(j);
     pool_unlock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
-    send_leaving(a, cls, leaving);
+    send_leaving(a, cls, leaving, false);
+    send_leaving(a, cls, idle, true);
 }
 
 void pool_central_decay_(pool_arena_t *a, unsigned cls, uint16_t tag)
@@ -583,7 +589,7 @@ void pool_central_decay_(pool_arena_t *a, unsigned cls, uint16_t tag)
     decay_empties(a, cls, tag, &leaving);
     pool_journal_commit_(j);
     pool_unlock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
-    send_leaving(a, cls, leaving);
+    send_leaving(a, cls, leaving, true);
 }
 
 /* Every span tc owns of class cls given up, its own objects in it left
@@ -623,7 +629,7 @@ void pool_central_disown_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc)
     disown_all(a, cls, j, tc, true, tc->tag, &leaving);
     pool_journal_commit_(j);
     pool_unlock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
-    send_leaving(a, cls, leaving);
+    send_leaving(a, cls, leaving, false);
 }
 
 void pool_central_disown_dead_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc,

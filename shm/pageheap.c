@@ -14,24 +14,24 @@
  * Release rule (MADV_REMOVE on a shared arena, MADV_DONTNEED on a private
  * one): by decay.  Each period of POOL_DECAY_NS the page heap notes the
  * fewest free pages that had not been given back; at the end of the period
- * that much, less a cushion, stayed free the whole time and goes back to
- * the OS, longest spans first.  The cushion is the most mapped free pages
- * taken again within the period or one of the POOL_DECAY_WINDOW before it,
- * halved for each period between it and the last one ended: what a
+ * that much, less a cushion, stayed free the whole time and goes back to the
+ * OS, longest spans first.  The cushion is the most mapped free pages taken
+ * again within the period or one of the POOL_DECAY_WINDOW before it: what a
  * workload took back within a second or two stays mapped, and a heap gone
- * quiet keeps less every second and nothing after that many.  Memory that a churn
- * frees and takes again within a period stays mapped, so it is not faulted
- * straight back in: a freed span is never given back at once, however
- * large (large blocks freed and allocated in turn were given back at every
- * free over a bound and faulted back in 4 KiB at a time, and frag's end of
- * run under four processes went over it).  The decay is ended by the page
- * heap's own operations, and by pool_decay() for a heap gone quiet.  A
- * returned span that is reused is simply touched again (it reads as
- * zeros).  Its metadata goes with it: the descriptors of its pages but
- * the first and the owner tags of all of them (return_metadata()).
- * Merging returned with unreturned pages counts the
- * result as unreturned unless it is returned again, so the "returned"
- * figure never overstates.
+ * quiet keeps nothing once that many periods have ended.  Memory that a
+ * churn frees and takes again within a period stays mapped, so it is not
+ * faulted straight back in: a freed span is never given back at once,
+ * however large (large blocks freed and allocated in turn were given back at
+ * every free over a bound and faulted back in 4 KiB at a time, and frag's
+ * end of run under four processes went over it).  The decay is ended by the
+ * page heap's own operations, and by pool_decay() for a heap gone quiet.  A
+ * class's empty span that stayed empty through a period of its class counts
+ * as free since the page heap's period began (pool_pageheap_free_idle_).  A
+ * returned span that is reused is simply touched again (it reads as zeros).
+ * Its metadata goes with it: the descriptors of its pages but the first and
+ * the owner tags of all of them (return_metadata()).  Merging returned with
+ * unreturned pages counts the result as unreturned unless it is returned
+ * again, so the "returned" figure never overstates.
  *
  * Page-map invariant: every page of a small or big span maps to its span;
  * a free span guarantees it only for its first and last page, which is all
@@ -244,12 +244,11 @@ uint64_t pool_pageheap_cushion_(const pool_pageheap_sh_t *ph)
 {
     uint64_t keep = ph->decay_reuse_pages;
     for (unsigned age = 0; age < POOL_DECAY_WINDOW; age++) {
-        /* The reuse of the period ended age periods before the last one,
-         * halved for each: a server's burst is taken again, if at all,
-         * by the next request that needs it, so memory kept for it after
-         * a quiet second or two is what the whole server pays at rest. */
-        uint64_t p = ph->decay_periods - 1 - age;
-        uint64_t reuse = ph->decay_reuse[p % POOL_DECAY_WINDOW] >> age;
+        /* Whole, not halved with age: a burst that comes back within the
+         * window finds all of its pages mapped, and one that does not goes
+         * back at once when it leaves the window, not half at a time over
+         * as many periods again, which every worker would pay for at rest. */
+        uint64_t reuse = ph->decay_reuse[(ph->decay_periods - 1 - age) % POOL_DECAY_WINDOW];
         if (reuse > keep)
             keep = reuse;
     }
@@ -704,6 +703,27 @@ void pool_pageheap_free_(pool_arena_t *a, uint32_t idx)
     pool_pageheap_sh_t *ph = a->ph;
     pool_lock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
     pool_pageheap_free_locked_(a, idx);
+    decay(a);
+    pool_unlock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
+}
+
+void pool_pageheap_free_idle_(pool_arena_t *a, uint32_t idx)
+{
+    pool_pageheap_sh_t *ph = a->ph;
+    pool_journal_sh_t *j = ph_journal(a);
+    pool_lock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
+    uint64_t was = unreturned(ph);
+    pool_pageheap_free_locked_(a, idx);
+    /* Its pages were idle through a period of the tier that held them, and
+     * returned neighbours it merged with, counted unreturned from now on,
+     * were free all along: waiting out a whole period of ours as well kept
+     * them mapped a second more, paid for by every worker at rest.  An
+     * operation of its own, off the path of every other free: a holder
+     * that dies before it leaves the span freed and the low mark as it
+     * was, which costs a period, never a page. */
+    pool_journal_begin_(j, POOL_OP_PH_FREE);
+    POOL_JSET(j, ph->decay_min_pages, ph->decay_min_pages + (unreturned(ph) - was));
+    pool_journal_commit_(j);
     decay(a);
     pool_unlock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
 }

@@ -167,6 +167,11 @@ uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_p
 /* Give a span back: coalesce with free neighbours, maybe return its pages to
  * the OS.  Takes the page-heap lock.  REQUIRES: no central lock held. */
 void pool_pageheap_free_(pool_arena_t *a, uint32_t span);
+/* pool_pageheap_free_ for a span whose pages were idle through a whole
+ * decay period where they were (a class's empty span): they, and the
+ * returned neighbours it merges with, count as free since the page heap's
+ * period began, so its end gives them back (less the cushion). */
+void pool_pageheap_free_idle_(pool_arena_t *a, uint32_t span);
 /* Rebuild the tiling, free lists and page counters from the span
  * descriptors, and the page map from the spans; quarantine pages past a
  * broken descriptor.  Never journals; safe to run twice.  REQUIRES:
@@ -184,8 +189,7 @@ void pool_pageheap_trim_(pool_arena_t *a);
 bool pool_pageheap_decay_(pool_arena_t *a, const struct timespec *deadline);
 /* The decay's cushion, in pages: the most free pages that were taken again
  * while still mapped within the current period or one of the
- * POOL_DECAY_WINDOW before, each of those halved once for every period
- * ended after it; none after that many quiet periods.
+ * POOL_DECAY_WINDOW before; none after that many quiet periods.
  * REQUIRES: page-heap lock. */
 uint64_t pool_pageheap_cushion_(const pool_pageheap_sh_t *ph);
 /* pool_pageheap_free_ for a caller that holds the page-heap lock. */

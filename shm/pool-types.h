@@ -76,8 +76,10 @@
  * reused within a period are never returned, so a churn does not fault
  * its own memory back in. */
 #define POOL_DECAY_NS UINT64_C(1000000000)
-/* Decay periods whose reuse the page heap's cushion follows. */
-#define POOL_DECAY_WINDOW 4u
+/* Decay periods whose reuse the page heap's cushion follows: a burst that
+ * comes back within two seconds finds its pages mapped, and one that does
+ * not is given back after the second quiet period. */
+#define POOL_DECAY_WINDOW 2u
 
 #define POOL_MAGIC UINT64_C(0x6c6f6f706d687373) /* "sshmpool" little-endian */
 /* Bumped whenever a shared structure changes shape.  Debug and spin builds

@@ -11,6 +11,7 @@
 
 #include "check_pool.h"
 #include "pool-internal.h"
+#include "prim/prim.h"
 
 #define CLS_96 6 /* 96-byte objects, 85 per span */
 
@@ -162,6 +163,33 @@ START_TEST(test_quiet_class_decays)
     ck_assert_uint_eq(c->nempty, 0);
     ck_assert_uint_eq(c->nspans, 0);
     ck_assert_uint_eq(a->ph->frees, frees + 3);
+    pool_test_assert_consistent();
+}
+END_TEST
+
+/* The empty spans a class gives the page heap at the end of its period
+ * were idle through all of it: they count as free since the page heap's
+ * own period began, so that period's end gives them back, rather than
+ * the end of the next one, a second later. */
+START_TEST(test_decayed_spans_go_back_with_the_period)
+{
+    pool_arena_t *a = &pool_arena_;
+    pool_central_sh_t *c = &a->central[CLS_96];
+    three_empty_spans(a);
+    pool_pageheap_trim_(a);
+    ck_assert_uint_eq(pool_pageheap_cushion_(a->ph), 0);
+    /* The page heap's period has just begun: the spans arrive within it. */
+    a->ph->decay_start_ns = pool_prim_now_coarse_ns_();
+    uint64_t returned = a->ph->returned_pages;
+    /* Two quiet class periods: all three spans go to the page heap. */
+    c->decay_start_ns -= 2 * POOL_DECAY_NS;
+    pool_central_decay_(a, CLS_96, 0);
+    c->decay_start_ns -= 2 * POOL_DECAY_NS;
+    pool_central_decay_(a, CLS_96, 0);
+    ck_assert_uint_eq(c->nspans, 0);
+    a->ph->decay_start_ns -= 2 * POOL_DECAY_NS;
+    pool_decay();
+    ck_assert_uint_ge(a->ph->returned_pages - returned, 3u * pool_classes_[CLS_96].pages);
     pool_test_assert_consistent();
 }
 END_TEST
@@ -408,6 +436,7 @@ Suite *make_central_suite(void)
     tcase_add_test(tc, test_empty_spans_beyond_budget_go_back);
     tcase_add_test(tc, test_empty_spans_decay);
     tcase_add_test(tc, test_quiet_class_decays);
+    tcase_add_test(tc, test_decayed_spans_go_back_with_the_period);
     tcase_add_test(tc, test_release_interleaved_spans);
     tcase_add_test_raise_signal(tc, test_release_twice_in_one_list_aborts, SIGABRT);
     tcase_add_test(tc, test_repair_is_idempotent);
