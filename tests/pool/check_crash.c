@@ -350,6 +350,7 @@ static int taker_main(void *arg)
 {
     taker_t *t = arg;
     char c;
+    test_own_classes();
     for (unsigned i = 0; i < TURNS; i++) {
         if (read(t->go[0], &c, 1) != 1)
             return 5;

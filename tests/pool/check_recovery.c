@@ -311,6 +311,7 @@ static size_t class_spans(unsigned cls)
     size_t n = (size_t)k->count * NSPANS;
     pid_t pid = fork_attached();
     if (pid == 0) {
+        test_own_classes();
         void **obj = pool_prim_private_malloc_(n * sizeof *obj);
         for (size_t i = 0; i < n; i++)
             if ((obj[i] = pool_malloc(k->size)) == NULL)
