@@ -425,7 +425,7 @@ static int root_field(const resp_t *r, const char *name)
 
     snprintf(key, sizeof(key), "\"%s\":", name);
     p = strstr(r->body, key);
-    ck_assert_msg(p != NULL, "no %s in %s", key, r->body);
+    ck_assert_msg(p != NULL, "no %s in %.1500s", key, r->body);
     return atoi(p + strlen(key));
 }
 
@@ -566,7 +566,7 @@ START_TEST(test_routes)
     ck_assert_int_eq(r.status, 200);
     ck_assert(has_header(&r, "Content-Type: application/json"));
     snprintf(want, sizeof(want), "{\"allocator\":\"%s\",\"worker\":", s.allocator);
-    ck_assert_msg(strncmp(r.body, want, strlen(want)) == 0, "%s", r.body);
+    ck_assert_msg(strncmp(r.body, want, strlen(want)) == 0, "%.1500s", r.body);
     ck_assert(root_field(&r, "pid") == s.workers[0] || root_field(&r, "pid") == s.workers[1]);
     ck_assert_ptr_nonnull(strstr(r.head, "\r\nDate: "));
     ck_assert_ptr_nonnull(strstr(r.head, " GMT\r\n"));
@@ -587,7 +587,7 @@ START_TEST(test_routes)
     ck_assert(has_header(&r, "Content-Type: application/json"));
     for (int i = 0; i < 2; i++) {
         snprintf(want, sizeof(want), "{\"index\":%d,\"pid\":%d,", i, (int)s.workers[i]);
-        ck_assert_msg(strstr(r.body, want) != NULL, "%s missing in %s", want, r.body);
+        ck_assert_msg(strstr(r.body, want) != NULL, "%s missing in %.1500s", want, r.body);
     }
     ck_assert_ptr_nonnull(strstr(r.body, "],\"allocator\":{"));
 
@@ -1616,10 +1616,10 @@ static unsigned long long stats_arena(const resp_t *r, const char *name)
     char key[40];
     const char *p = strstr(r->body, "\"arena\":{");
 
-    ck_assert_msg(p != NULL, "no arena in /stats: %s", r->body);
+    ck_assert_msg(p != NULL, "no arena in /stats: %.1500s", r->body);
     snprintf(key, sizeof(key), "\"%s\":", name);
     p = strstr(p, key);
-    ck_assert_msg(p != NULL, "no arena %s in /stats: %s", name, r->body);
+    ck_assert_msg(p != NULL, "no arena %s in /stats: %.1500s", name, r->body);
     return strtoull(p + strlen(key), NULL, 10);
 }
 
