@@ -61,6 +61,7 @@ static uint64_t layout_for(uint32_t npages, pool_layout_sh_t *l)
      * apart. */
     l->off_slots = carve(&off, sizeof(pool_slot_sh_t) * POOL_MAX_SLOTS, 64);
     l->off_tcaches = carve(&off, sizeof(pool_tcache_sh_t) * POOL_MAX_SLOTS, 64);
+    l->off_binstats = carve(&off, sizeof(pool_binstats_t) * POOL_NCLASSES * POOL_MAX_SLOTS, 64);
     l->off_journals = carve(&off, sizeof(pool_journal_sh_t) * (1 + POOL_NCLASSES), 64);
     l->off_crash = carve(&off, sizeof(pool_crash_sh_t), 64);
     l->off_spans = carve(&off, sizeof(pool_span_sh_t) * (uint64_t)npages, 64);
@@ -106,6 +107,7 @@ static void arena_view(pool_arena_t *a, pool_header_sh_t *h)
     char *b = (char *)h;
     a->slots = (pool_slot_sh_t *)(b + h->layout.off_slots);
     a->tcaches = (pool_tcache_sh_t *)(b + h->layout.off_tcaches);
+    a->binstats = (pool_binstats_t *)(b + h->layout.off_binstats);
     a->central = (pool_central_sh_t *)(b + h->layout.off_central);
     a->cstats = (pool_centralstats_sh_t *)(b + h->layout.off_centralstats);
     a->lockstats = (pool_lockstats_sh_t *)(b + h->layout.off_lockstats);

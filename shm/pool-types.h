@@ -84,7 +84,7 @@
 #define POOL_MAGIC UINT64_C(0x6c6f6f706d687373) /* "sshmpool" little-endian */
 /* Bumped whenever a shared structure changes shape.  Debug and spin builds
  * change the span and lock layouts, so they are folded into the version. */
-#define POOL_LAYOUT_VERSION 16u
+#define POOL_LAYOUT_VERSION 17u
 
 /* ------------------------------------------------------------------------ */
 /* Locks                                                                     */
@@ -407,6 +407,10 @@ typedef struct pool_tcache_sh_s {
     uintptr_t size;          /* data bytes; 0 in the empty cache */
     const uint8_t *pm_class; /* the thread's own page map (process-private): the class
                               * byte of the pages of spans it owns, 0 elsewhere */
+    pool_binstats_t *stats;  /* [POOL_NCLASSES]: the slot's row of the arena's
+                              * counters (stats builds only write them), kept
+                              * out of the cache, whose pages every thread
+                              * touches: 6 KiB a slot, a page of it on average */
     uint16_t slot;           /* own slot index */
     uint16_t tag;            /* owner tag of the process (its attach slot + 1) */
     uint16_t pad_[2];
@@ -414,7 +418,6 @@ typedef struct pool_tcache_sh_s {
                                  * their first word, each marked in its
                                  * second (pool_bin_push) */
     pool_bin_t bins[POOL_NCLASSES];
-    pool_binstats_t stats[POOL_NCLASSES];
     pool_own_t own[POOL_NCLASSES];
     uint8_t class_small[POOL_SMALL_LOOKUP_MAX + 1]; /* pool_class_small_, copied when a
                                                      * thread takes the slot: malloc's fast
@@ -480,7 +483,8 @@ typedef struct pool_slot_sh_s {
 /* Where each region of the arena starts: byte offsets from base, as
  * arena.c lays them out for a number of data pages. */
 typedef struct pool_layout_sh_s {
-    uint64_t off_slots, off_tcaches, off_central, off_centralstats, off_lockstats, off_watch;
+    uint64_t off_slots, off_tcaches, off_binstats, off_central, off_centralstats, off_lockstats;
+    uint64_t off_watch;
     uint64_t off_pageheap, off_spans, off_pm_class, off_pm_span, off_data;
     uint64_t off_journals, off_owners, off_crash;
 } pool_layout_sh_t;
@@ -507,6 +511,7 @@ typedef struct pool_arena_s {
     pool_header_sh_t *hdr;           /* NULL when no arena is mapped */
     pool_slot_sh_t *slots;           /* [POOL_MAX_SLOTS] */
     pool_tcache_sh_t *tcaches;       /* [POOL_MAX_SLOTS]: slot i's thread cache */
+    pool_binstats_t *binstats;       /* [POOL_MAX_SLOTS][POOL_NCLASSES] */
     pool_central_sh_t *central;      /* [POOL_NCLASSES] */
     pool_centralstats_sh_t *cstats;  /* [POOL_NCLASSES] */
     pool_lockstats_sh_t *lockstats;  /* [1 + POOL_NCLASSES]: page heap, classes */
