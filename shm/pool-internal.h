@@ -319,6 +319,11 @@ static inline uint8_t pool_tag_byte(uint16_t tag)
 {
     return tag <= POOL_MAX_TAG ? (uint8_t)tag : POOL_NO_TAG;
 }
+/* Slot `slot`'s row of per-class counters ([POOL_NCLASSES]). */
+static inline pool_binstats_t *pool_slot_binstats(const pool_arena_t *a, unsigned slot)
+{
+    return &a->binstats[(size_t)slot * POOL_NCLASSES];
+}
 /* Tag byte of object oi of small span s. */
 static inline uint8_t *pool_owner_of(const pool_arena_t *a, const pool_span_sh_t *s, uint32_t oi)
 {

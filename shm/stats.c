@@ -144,7 +144,7 @@ static void jp_classes(json_t *j, pool_arena_t *a)
         for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
             if (!a->slots[i].used)
                 continue;
-            const pool_binstats_t *b = &a->binstats[(size_t)i * POOL_NCLASSES + cls];
+            const pool_binstats_t *b = &pool_slot_binstats(a, i)[cls];
             sum.allocs += b->allocs;
             sum.frees += b->frees;
             sum.misses += b->misses;
@@ -184,7 +184,7 @@ static void jp_slots(json_t *j, pool_arena_t *a)
         memset(&sum, 0, sizeof sum);
         uint64_t cached = 0;
         for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
-            const pool_binstats_t *b = &a->binstats[(size_t)i * POOL_NCLASSES + cls];
+            const pool_binstats_t *b = &pool_slot_binstats(a, i)[cls];
             sum.allocs += b->allocs;
             sum.frees += b->frees;
             sum.misses += b->misses;

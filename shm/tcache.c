@@ -60,7 +60,7 @@ bool pool_tcache_init_(pool_arena_t *a, pool_tcache_sh_t *tc, uint16_t slot)
     tc->size = a->data_size;
     tc->pm_class = private_maps[slot];
     tc->slot = slot;
-    tc->stats = &a->binstats[(size_t)slot * POOL_NCLASSES];
+    tc->stats = pool_slot_binstats(a, slot);
     memcpy(tc->class_small, pool_class_small_, sizeof tc->class_small);
     memset(tc->light, 0, sizeof tc->light);
     tc->heads[0] = NULL;
