@@ -33,9 +33,10 @@ static inline void pool_guard_leave(void)
         pool_tls_depth_--;
 }
 
-/* malloc fast path, 17 instructions on x86-64 in libshmpool.so with the
- * TLS load and the return, 16 linked into a program (POOL_TLS); the range
- * test costs 2 over a NULL test, the mark 2 and its clearing 1; heads and
+/* malloc fast path, 18 instructions on x86-64 in libshmpool.so with the
+ * TLS load and the return, 17 linked into a program (POOL_TLS); the range
+ * test costs 2 over a NULL test, the mark 2 and its clearing 1, the next
+ * object's prefetch 1; heads and
  * bins in arrays of eight-byte elements spare the multiply by a bin's
  * size, and the cache's own copy of the class table (class_small) the
  * instruction that takes the table's address.  A request over 1 KiB takes

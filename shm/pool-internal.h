@@ -762,6 +762,12 @@ static inline void *pool_bin_take(pool_tcache_sh_t *tc, uintptr_t cls, void *p)
     if (pool_unlikely(w[1] != tc))
         pool_bin_corrupt_(p);
     tc->heads[cls] = w[0];
+    /* The next object's line, fetched while the caller works: an object
+     * another process freed back here through the inbox was last written
+     * by that process, and the load of its mark would otherwise wait for
+     * the line to cross (pingpong: 158 ns a pair without, 120 with, for
+     * 0.07 ns on a loop whose lines are all local). */
+    __builtin_prefetch(w[0]);
     POOL_OPAQUE(cls);
     /* p off the list before its mark goes: a reaper stops at a listed
      * object without one. */
