@@ -413,7 +413,6 @@ typedef struct pool_tcache_sh_s {
                               * touches: 6 KiB a slot, a page of it on average */
     uint16_t slot;           /* own slot index */
     uint16_t tag;            /* owner tag of the process (its attach slot + 1) */
-    uint16_t pad_[2];
     /* heads start a line: the line above, which every free of an object
      * of this cache's spans in another thread reads (the tag), is then
      * never written while the slot is held, where the heads of classes 0
