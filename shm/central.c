@@ -635,6 +635,11 @@ void pool_central_disown_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc)
 void pool_central_disown_dead_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc,
                                uint16_t tag, uint32_t *leaving)
 {
+    /* A class the dead cache owned nothing of leaves its journal alone: a
+     * reap that began every class's operation kept every journal's page
+     * resident in an arena that only ever used a few classes. */
+    if (tc->own[cls].spans == POOL_NIL && tc->own[cls].full == POOL_NIL)
+        return;
     pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
     pool_journal_begin_(j, POOL_OP_REAP);
     disown_all(a, cls, j, tc, false, tag, leaving);

@@ -5,9 +5,9 @@
  * operation, saves each metadata word before it writes it
  * (pool_journal_save_, POOL_JSET, or a whole span descriptor at once with
  * pool_journal_save_span_), and commits.  Long operations are cut into
- * steps of at most POOL_JOURNAL_STEP entries; pool_journal_step_ commits
- * and begins again when the room left is less than a step, so no
- * operation, however many spans it touches, can run out of room.  When a
+ * steps of at most POOL_JOURNAL_MAX entries; pool_journal_step_ commits
+ * and begins again between two of them, so no operation, however many
+ * spans it touches, can run out of room.  When a
  * holder dies, the next locker undoes its open operation with
  * pool_journal_undo_ and starts from an empty journal: the verification or
  * rebuild that follows never journals at all.
@@ -28,7 +28,6 @@ const char *pool_op_name_(uint32_t op)
 void pool_journal_begin_(pool_journal_sh_t *j, pool_op_t op)
 {
     j->n = 0;
-    j->step = 0;
     j->gen++;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     j->op = op;
@@ -47,19 +46,17 @@ void pool_journal_commit_(pool_journal_sh_t *j)
 
 void pool_journal_step_(pool_journal_sh_t *j)
 {
-    if (POOL_JOURNAL_MAX - j->n < POOL_JOURNAL_STEP) {
+    if (j->n > 0) {
         pool_op_t op = (pool_op_t)j->op;
         pool_journal_commit_(j);
         pool_journal_begin_(j, op);
     }
-    j->step = j->n;
 }
 
 void pool_journal_overflow_(pool_journal_sh_t *j)
 {
-    pool_fatal_("%s operation %lu logged %u entries in one step (bound %u, journal %u)",
-                pool_op_name_(j->op), (unsigned long)j->gen, j->n - j->step,
-                (unsigned)POOL_JOURNAL_STEP, (unsigned)POOL_JOURNAL_MAX);
+    pool_fatal_("%s operation %lu logged more than %u entries in one step",
+                pool_op_name_(j->op), (unsigned long)j->gen, (unsigned)POOL_JOURNAL_MAX);
 }
 
 /* The descriptor's fields, as whole words: everything before the bitmap. */
@@ -125,7 +122,6 @@ bool pool_journal_undo_(pool_arena_t *a, pool_journal_sh_t *j)
          * nothing to undo, but the entries a dead holder saved after its
          * last commit must not linger (nor what an old rebuild logged). */
         j->n = 0;
-        j->step = 0;
         return true;
     }
     bool clean = rollback(a, j);
@@ -134,7 +130,6 @@ bool pool_journal_undo_(pool_arena_t *a, pool_journal_sh_t *j)
     j->op = POOL_OP_NONE;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     j->n = 0;
-    j->step = 0;
     j->rolled_back++;
     pool_atomic_inc(&a->crash->xrolled_back);
     return clean;

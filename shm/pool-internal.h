@@ -454,9 +454,8 @@ extern int pool_self_pid_;
 /* Begin an operation / commit it.  REQUIRES: the journal's lock. */
 void pool_journal_begin_(pool_journal_sh_t *j, pool_op_t op);
 void pool_journal_commit_(pool_journal_sh_t *j);
-/* Between two steps of a long operation: when fewer than POOL_JOURNAL_STEP
- * entries are left, commit what is done and begin the same operation
- * again.  Call it only where the state is consistent on its own (what was
+/* Between two steps of a long operation: commit what is done and begin
+ * the same operation again.  Call it only where the state is consistent on its own (what was
  * done so far needs no undo).  REQUIRES: the journal's lock. */
 void pool_journal_step_(pool_journal_sh_t *j);
 /* Recovery of a dead holder's journal: roll its open operation back, then
@@ -481,8 +480,7 @@ static inline void pool_journal_save_(pool_journal_sh_t *j, void *addr, uint32_t
     if (j == NULL)
         return;
     uint32_t n = j->n;
-    if (pool_unlikely(n >= POOL_JOURNAL_MAX ||
-                      (pool_config_debug > 0 && n - j->step >= POOL_JOURNAL_STEP)))
+    if (pool_unlikely(n >= POOL_JOURNAL_MAX))
         pool_journal_overflow_(j);
     POOL_CRASH_STEP(j->op);
     pool_undo_sh_t *u = &j->undo[n];

@@ -84,7 +84,7 @@
 #define POOL_MAGIC UINT64_C(0x6c6f6f706d687373) /* "sshmpool" little-endian */
 /* Bumped whenever a shared structure changes shape.  Debug and spin builds
  * change the span and lock layouts, so they are folded into the version. */
-#define POOL_LAYOUT_VERSION 18u
+#define POOL_LAYOUT_VERSION 19u
 
 /* ------------------------------------------------------------------------ */
 /* Locks                                                                     */
@@ -125,13 +125,15 @@ typedef struct pool_undo_sh_s {
 
 /* Undo entries in a journal.  An operation is a sequence of steps (a span
  * taken or given back, a batch of objects of one span); no step logs more
- * than POOL_JOURNAL_STEP entries, and a loop that takes many steps commits
- * and begins again whenever fewer than that are left, so an operation of
- * any length fits: each piece is consistent on its own.  Debug builds check
- * the bound on every step, at every size.  Rebuilds never journal: they
- * rewrite a whole tier from the truth. */
-#define POOL_JOURNAL_MAX 256
-#define POOL_JOURNAL_STEP 96
+ * than POOL_JOURNAL_MAX entries, and a loop that takes many steps commits
+ * and begins again between two of them, so an operation of any length
+ * fits: each step is consistent on its own.  Every build checks the bound
+ * on every save.  The room is one step's and no more: a reap or a burst
+ * runs every class's journal to its end, and the journals' pages stay
+ * resident for good: 97 journals take 155 KiB, where room for a few steps
+ * each would take 404.  Rebuilds never journal: they rewrite a
+ * whole tier from the truth. */
+#define POOL_JOURNAL_MAX 96
 
 /* The journal of one lock.  The holder begins an operation, saves every
  * metadata word before it writes it, and commits by setting op back to
@@ -143,10 +145,7 @@ typedef struct pool_journal_sh_s {
     uint64_t gen;       /* operations begun under this lock */
     uint32_t op;        /* pool_op_t in progress, POOL_OP_NONE when committed */
     uint32_t n;         /* undo entries in use */
-    uint32_t step;      /* n when the current step began */
-    uint32_t pad32_;
     uint64_t rolled_back; /* operations undone after a dead owner */
-    uint64_t pad_[4];
     pool_undo_sh_t undo[POOL_JOURNAL_MAX];
 } __attribute__((aligned(64))) pool_journal_sh_t;
 

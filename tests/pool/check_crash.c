@@ -259,7 +259,7 @@ END_TEST
 /* Debug builds: a recovery interrupted by a second kill (inside the
  * roll-back), completed by a third process. */
 static const char *const interrupted[][2] = {
-    { "central.release:2", "recover.undo:3" },
+    { "journal.release:5", "recover.undo:3" },
     { "pageheap.free:1", "recover.undo:1" },
     { "central.fetch:3", "recover.undo:2" },
 };

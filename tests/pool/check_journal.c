@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <signal.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -72,7 +73,6 @@ START_TEST(test_undo_restores_newest_first)
     assert_words(0x1111222233334444u, 0x55556666u, 0x7777, 0x88);
     ck_assert_uint_eq(j->op, POOL_OP_NONE);
     ck_assert_uint_eq(j->n, 0);
-    ck_assert_uint_eq(j->step, 0);
     ck_assert_uint_eq(j->rolled_back, undone + 1);
     ck_assert_uint_eq(pool_arena_.crash->xrolled_back, total + 1);
 }
@@ -100,20 +100,22 @@ START_TEST(test_committed_is_kept)
 }
 END_TEST
 
-/* A long operation commits its finished steps when room runs low: an
- * undo then takes back only the step in progress. */
+/* A long operation commits each finished step: an undo then takes back
+ * only the step in progress, and a step may fill the whole room. */
 START_TEST(test_undo_stops_at_the_last_step)
 {
     set_words(0, 0, 0, 0);
 
     pool_journal_begin_(j, POOL_OP_PH_RETURN);
     uint64_t gen = j->gen;
+    pool_journal_step_(j);
+    ck_assert_uint_eq(j->gen, gen); /* nothing logged: nothing to commit */
     uint64_t v = 0;
-    while (j->gen == gen) {
-        pool_journal_step_(j);
-        for (unsigned i = 0; j->gen == gen && i < POOL_JOURNAL_STEP - 1; i++)
-            POOL_JSET(j, *w.w8, ++v);
-    }
+    for (unsigned i = 0; i < POOL_JOURNAL_MAX; i++)
+        POOL_JSET(j, *w.w8, ++v);
+    ck_assert_uint_eq(j->n, POOL_JOURNAL_MAX);
+    pool_journal_step_(j);
+    ck_assert_uint_eq(j->gen, gen + 1);
     ck_assert_uint_eq(j->op, POOL_OP_PH_RETURN);
     ck_assert_uint_eq(j->n, 0);
     POOL_JSET(j, *w.w4, 7u);
@@ -185,6 +187,16 @@ START_TEST(test_undo_twice_same_state)
 }
 END_TEST
 
+/* A step that logs past the room aborts, in every build: its next save
+ * would write past the journal. */
+START_TEST(test_step_past_the_room_aborts)
+{
+    pool_journal_begin_(j, POOL_OP_RELEASE);
+    for (unsigned i = 0; i <= POOL_JOURNAL_MAX; i++)
+        POOL_JSET(j, *w.w8, i);
+}
+END_TEST
+
 Suite *make_journal_suite(void)
 {
     Suite *s = suite_create("journal");
@@ -195,6 +207,7 @@ Suite *make_journal_suite(void)
     tcase_add_test(tc, test_undo_stops_at_the_last_step);
     tcase_add_test(tc, test_undo_refuses_foreign_entries);
     tcase_add_test(tc, test_undo_twice_same_state);
+    tcase_add_test_raise_signal(tc, test_step_past_the_room_aborts, SIGABRT);
     suite_add_tcase(s, tc);
     return s;
 }
