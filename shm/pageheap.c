@@ -384,8 +384,9 @@ static void merge(pool_arena_t *a, pool_span_sh_t *left, pool_span_sh_t *right)
     a->pm_span[left->start + left->npages - 1] = left->start;
 }
 
-/* Coalesce free span idx with its free neighbours and list it. */
-static void free_locked(pool_arena_t *a, uint32_t idx)
+/* Coalesce free span idx with its free neighbours and list it; the span
+ * it ends in. */
+static uint32_t free_locked(pool_arena_t *a, uint32_t idx)
 {
     pool_pageheap_sh_t *ph = a->ph;
     pool_journal_sh_t *j = ph_journal(a);
@@ -411,6 +412,7 @@ static void free_locked(pool_arena_t *a, uint32_t idx)
     }
     list_push(a, j, idx);
     note_unreturned(a);
+    return idx;
 }
 
 /* Give back up to `pages` pages of free spans not yet returned, longest
@@ -675,7 +677,7 @@ uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_p
     return idx;
 }
 
-void pool_pageheap_free_locked_(pool_arena_t *a, uint32_t idx)
+uint32_t pool_pageheap_free_locked_(pool_arena_t *a, uint32_t idx)
 {
     pool_pageheap_sh_t *ph = a->ph;
     pool_journal_sh_t *j = ph_journal(a);
@@ -694,7 +696,31 @@ void pool_pageheap_free_locked_(pool_arena_t *a, uint32_t idx)
     POOL_CRASH_POINT("pageheap.free");
     span_set_free(a, idx, s->npages, 0, s->state == POOL_SPAN_BIG ? s->owner : POOL_NO_TAG);
     POOL_JSET(j, ph->free_pages, ph->free_pages + s->npages);
-    free_locked(a, idx);
+    idx = free_locked(a, idx);
+    pool_journal_commit_(j);
+    return idx;
+}
+
+void pool_pageheap_return_locked_(pool_arena_t *a, uint32_t idx)
+{
+    pool_pageheap_sh_t *ph = a->ph;
+    pool_journal_sh_t *j = ph_journal(a);
+    pool_span_sh_t *s = &a->spans[idx];
+    if (s->state != POOL_SPAN_FREE || s->returned || a->hdr->backing == POOL_BACKING_HUGETLB)
+        return;
+    pool_journal_begin_(j, POOL_OP_PH_RETURN);
+    uint64_t was = unreturned(ph);
+    return_span(a, s);
+    /* The period's marks follow, as if the pages had never been free and
+     * mapped: the fall would otherwise read as pages taken again (the
+     * cushion), and the low mark would have the period's end give back
+     * that many more of the pages still mapped. */
+    uint64_t now = unreturned(ph), gone = was - now;
+    pool_journal_step_(j);
+    if (ph->decay_min_pages > now)
+        POOL_JSET(j, ph->decay_min_pages, now);
+    POOL_JSET(j, ph->decay_high_pages,
+              ph->decay_high_pages > now + gone ? ph->decay_high_pages - gone : now);
     pool_journal_commit_(j);
 }
 

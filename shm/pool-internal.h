@@ -192,8 +192,13 @@ bool pool_pageheap_decay_(pool_arena_t *a, const struct timespec *deadline);
  * POOL_DECAY_WINDOW before; none after that many quiet periods.
  * REQUIRES: page-heap lock. */
 uint64_t pool_pageheap_cushion_(const pool_pageheap_sh_t *ph);
-/* pool_pageheap_free_ for a caller that holds the page-heap lock. */
-void pool_pageheap_free_locked_(pool_arena_t *a, uint32_t span);
+/* pool_pageheap_free_ for a caller that holds the page-heap lock, without
+ * the decay; the free span it ends in, merged with its neighbours. */
+uint32_t pool_pageheap_free_locked_(pool_arena_t *a, uint32_t span);
+/* Give free span `span`'s pages back to the OS now, not when the decay
+ * would (a dead process's: no one's working set), unless they went back
+ * already.  REQUIRES: page-heap lock. */
+void pool_pageheap_return_locked_(pool_arena_t *a, uint32_t span);
 /* Whether free spans l and r, r right after l, are one span: unless their
  * pages are mapped by two different processes (see span_set_free in
  * pageheap.c), whose next big takers would fault each other's in.  Free

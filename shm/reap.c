@@ -352,8 +352,10 @@ static int reap_slots(pool_arena_t *a, const dead_t *d, pid_t pid, pool_reap_rep
         for (pool_span_walk_t w = pool_span_walk(a); (s = pool_span_next(a, &w)) != NULL;)
             reap_owned(&rp, s);
     /* The spans the dead left wholly free are no live process's working
-     * set: the classes keep no more empty spans than before, and the page
-     * heap's decay gives the rest to the OS. */
+     * set: the classes keep no more empty spans than before, and the rest
+     * goes back to the OS now, as a private heap goes with its process,
+     * not after the decay's cushion, which holds what live processes take
+     * again. */
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
         pool_central_trim_(a, cls, rp.empties[cls], rp.mover, &rp.leaving);
     while (rp.leaving != POOL_NIL) {
@@ -361,12 +363,12 @@ static int reap_slots(pool_arena_t *a, const dead_t *d, pid_t pid, pool_reap_rep
         rp.leaving = a->spans[idx].next;
         if (pool_config_stats)
             pool_atomic_inc(&a->cstats[a->spans[idx].cls].spans_out);
-        pool_pageheap_free_locked_(a, idx);
+        pool_pageheap_return_locked_(a, pool_pageheap_free_locked_(a, idx));
     }
     while (rp.big != POOL_NIL) {
         uint32_t idx = rp.big;
         rp.big = a->spans[idx].next;
-        pool_pageheap_free_locked_(a, idx);
+        pool_pageheap_return_locked_(a, pool_pageheap_free_locked_(a, idx));
     }
     reap_record(a, &rp.rec);
     reap_report(&rp.rec, r);

@@ -427,6 +427,76 @@ START_TEST(test_neighbours_reclaimed)
 }
 END_TEST
 
+/* What a process that dies holding blocks leaves: its blocks' addresses
+ * and sizes, written before it says it is ready to be killed. */
+typedef struct left_s {
+    int ready[2];
+    held_t blocks[HOLD];
+} left_t;
+
+static int leaver_main(void *arg)
+{
+    left_t *l = arg;
+    hold_blocks(l->blocks, HOLD, (uint64_t)getpid());
+    char c = 'r';
+    if (write(l->ready[1], &c, 1) != 1)
+        return 5;
+    pause();
+    return 6;
+}
+
+/* Resident pages of [p, p + len) in the arena's shared object. */
+static size_t resident_pages(void *p, size_t len)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), n = len / page, in = 0;
+    unsigned char *v = malloc(n);
+    ck_assert_ptr_nonnull(v);
+    ck_assert_int_eq(mincore(p, len, v), 0);
+    for (size_t i = 0; i < n; i++)
+        in += v[i] & 1;
+    free(v);
+    return in;
+}
+
+/* The reap of a process killed with big blocks live gives their pages to
+ * the OS at once, as a private heap's go with its process, without
+ * waiting for the decay: the shared object holds none of them after it. */
+START_TEST(test_reap_returns_the_dead_pages)
+{
+    left_t *l = mmap(NULL, sizeof *l, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(l, MAP_FAILED);
+    ck_assert_int_eq(pipe(l->ready), 0);
+    pid_t pid = spawn(leaver_main, l, NULL);
+    char c;
+    ck_assert_int_eq(read(l->ready[0], &c, 1), 1);
+    size_t big = 0, in = 0;
+    for (unsigned i = 0; i < HOLD; i++)
+        if (l->blocks[i].size == BIG_BYTES) {
+            big += BIG_BYTES / (size_t)sysconf(_SC_PAGESIZE);
+            in += resident_pages(l->blocks[i].p, BIG_BYTES);
+        }
+    ck_assert_uint_gt(big, 0);
+    ck_assert_uint_eq(in, big); /* written whole by the pattern */
+    uint64_t returned = pool_arena_.ph->returned_pages;
+    kill(pid, SIGKILL);
+    pool_test_assert_killed(pid, "the process that left its blocks");
+    pool_reap_report_t r;
+    ck_assert_uint_eq(reap(pid, &r), 0);
+    ck_assert_uint_ge(r.live, HOLD / 11 * BIG_BYTES);
+    in = 0;
+    for (unsigned i = 0; i < HOLD; i++)
+        if (l->blocks[i].size == BIG_BYTES)
+            in += resident_pages(l->blocks[i].p, BIG_BYTES);
+    ck_assert_msg(in == 0, "%zu of the dead's %zu big-block pages still resident", in, big);
+    ck_assert_uint_ge(pool_arena_.ph->returned_pages - returned,
+                      HOLD / 11 * (BIG_BYTES >> POOL_PAGE_SHIFT));
+    pool_test_assert_settled(0);
+    close(l->ready[0]);
+    close(l->ready[1]);
+    munmap(l, sizeof *l);
+}
+END_TEST
+
 /* pool_reap refuses a live process and a pid that never attached; a pid
  * already reaped gets the report of that reap, whoever made it. */
 START_TEST(test_reap_refuses)
@@ -716,6 +786,7 @@ Suite *make_crash_suite(void)
     tcase_add_test(tc, test_kill_anywhere_then_reap);
     tcase_add_test(tc, test_reap_refuses);
     tcase_add_test(tc, test_neighbours_reclaimed);
+    tcase_add_test(tc, test_reap_returns_the_dead_pages);
     tcase_add_test(tc, test_adopted_block_survives);
     tcase_add_test(tc, test_stalled_lock_reported);
     tcase_add_test(tc, test_stopped_pageheap_holder);
