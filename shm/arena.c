@@ -55,10 +55,10 @@ static uint64_t layout_for(uint32_t npages, pool_layout_sh_t *l)
     l->off_lockstats = carve(&off, sizeof(pool_lockstats_sh_t) * (1 + POOL_NCLASSES), 64);
     l->off_watch = carve(&off, sizeof(pool_lockwatch_sh_t) * (1 + POOL_NCLASSES), 64);
     l->off_pageheap = carve(&off, sizeof(pool_pageheap_sh_t), 64);
-    /* Every slot's state is read by whoever looks for a free or a dead
-     * one, and a read touches a page of the arena for good: the states sit
-     * together, the caches, written only by a thread that takes a slot,
-     * apart. */
+    /* Every taken slot's state is read by whoever looks for a free or a
+     * dead one (up to the header's top), and a read touches a page of the
+     * arena for good: the states sit together, the caches, written only
+     * by a thread that takes a slot, apart. */
     l->off_slots = carve(&off, sizeof(pool_slot_sh_t) * POOL_MAX_SLOTS, 64);
     l->off_tcaches = carve(&off, sizeof(pool_tcache_sh_t) * POOL_MAX_SLOTS, 64);
     l->off_binstats = carve(&off, sizeof(pool_binstats_t) * POOL_NCLASSES * POOL_MAX_SLOTS, 64);

@@ -706,7 +706,7 @@ bool pool_central_verify_(pool_arena_t *a, unsigned cls)
     uint32_t listed = 0, empty = 0, owned_empty = 0;
     if (!verify_list(a, cls, c->head, &listed, &empty) || empty != c->nempty)
         return false;
-    for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
+    for (unsigned i = 0, top = pool_slots_top(a); i < top; i++) {
         if (!pool_atomic_load_acquire(&a->slots[i].used))
             continue;
         const pool_own_t *o = &a->tcaches[i].own[cls];
@@ -745,7 +745,7 @@ void pool_central_rebuild_(pool_arena_t *a, unsigned cls)
     pool_central_sh_t *c = &a->central[cls];
     c->head = POOL_NIL;
     c->nspans = c->nempty = 0;
-    for (unsigned i = 0; i < POOL_MAX_SLOTS; i++)
+    for (unsigned i = 0, top = pool_slots_top(a); i < top; i++)
         if (pool_atomic_load_acquire(&a->slots[i].used))
             a->tcaches[i].own[cls].spans = a->tcaches[i].own[cls].full = POOL_NIL;
     uint32_t carved = pool_atomic_load_acquire(&a->ph->carved);

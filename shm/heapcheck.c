@@ -274,7 +274,7 @@ static bool check_central(chk_t *c, const class_tot_t *tot)
                         "empty; the walk found %u spans, %u with free objects", cls, n, empty,
                         ce->nspans, ce->nempty, tot[cls].spans, tot[cls].listed);
         uint32_t owned = 0;
-        for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
+        for (unsigned i = 0, top = pool_slots_top(a); i < top; i++) {
             if (!pool_atomic_load_acquire(&a->slots[i].used))
                 continue;
             const pool_own_t *o = &a->tcaches[i].own[cls];
@@ -305,7 +305,7 @@ static bool check_central(chk_t *c, const class_tot_t *tot)
 static bool check_slots(chk_t *c)
 {
     pool_arena_t *a = c->a;
-    for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
+    for (unsigned i = 0, top = pool_slots_top(a); i < top; i++) {
         const pool_slot_sh_t *slot = &a->slots[i];
         if (pool_atomic_load_acquire(&slot->xstate) == POOL_SLOT_FREE)
             continue;

@@ -324,6 +324,14 @@ static inline uint8_t pool_tag_byte(uint16_t tag)
 {
     return tag <= POOL_MAX_TAG ? (uint8_t)tag : POOL_NO_TAG;
 }
+/* Slots that may have been taken: every walk of the slots stops here, so
+ * that the slot table's pages are touched as the slots are used (a slot
+ * is 128 bytes; a walk of all 256 would keep 32 KiB resident). */
+static inline unsigned pool_slots_top(const pool_arena_t *a)
+{
+    uint32_t top = pool_atomic_load_acquire(&a->hdr->xslots_top);
+    return top < POOL_MAX_SLOTS ? top : POOL_MAX_SLOTS;
+}
 /* Slot `slot`'s row of per-class counters ([POOL_NCLASSES]). */
 static inline pool_binstats_t *pool_slot_binstats(const pool_arena_t *a, unsigned slot)
 {

@@ -508,6 +508,9 @@ typedef struct pool_header_sh_s {
     uint64_t xforeign_frees; /* detached processes' arena frees (atomic) */
     uint64_t xattach_failures; /* attaches refused: every slot held by a live thread */
     uint64_t xreap_due_ns;   /* monotonic time of the next periodic reap */
+    uint32_t xslots_top;     /* slots [0, top) have their life lock made and may have
+                              * been taken; none above has been read or written, so
+                              * their pages of the arena were never touched (atomic) */
 } pool_header_sh_t;
 
 /* The process's view of the arena: addresses computed from the header. */

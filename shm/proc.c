@@ -171,16 +171,38 @@ static void install_handlers(void)
                   pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
 }
 
+/* Make slot `top` takeable, unless another thread did: its life lock is
+ * made before the top passes it, under the page-heap lock, so that a
+ * thread that dies in between leaves the top where it was and the next
+ * makes the lock again.  False when the lock cannot be made. */
+static bool slots_grow(pool_arena_t *a, unsigned top)
+{
+    pool_lock_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0);
+    int rc = 0;
+    if (pool_atomic_load_relaxed(&a->hdr->xslots_top) == top) {
+        rc = pool_life_init_(&a->slots[top].life);
+        if (rc == 0)
+            pool_atomic_store_release(&a->hdr->xslots_top, top + 1);
+    }
+    pool_unlock_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0);
+    return rc == 0;
+}
+
 /* The first free slot for the calling thread, or NULL.  A process's first
  * slot is its tag: it never takes the last slot, which has none (its
- * objects could not be reclaimed when it dies). */
+ * objects could not be reclaimed when it dies).  A slot above the top is
+ * taken only when every one below is held. */
 static pool_slot_sh_t *claim_any(pool_arena_t *a)
 {
     unsigned n = proc_slot >= 0 ? POOL_MAX_SLOTS : POOL_MAX_TAG;
-    for (unsigned i = 0; i < n; i++)
-        if (slot_claim(&a->slots[i], (uint32_t)pool_prim_getpid_()))
-            return &a->slots[i];
-    return NULL;
+    for (;;) {
+        unsigned top = pool_slots_top(a);
+        for (unsigned i = 0; i < top && i < n; i++)
+            if (slot_claim(&a->slots[i], (uint32_t)pool_prim_getpid_()))
+                return &a->slots[i];
+        if (top >= n || !slots_grow(a, top))
+            return NULL;
+    }
 }
 
 pool_tcache_sh_t *pool_thread_setup_(void)
@@ -248,8 +270,6 @@ static int create(size_t size, bool shared)
     rc = pool_lock_init_(&a->ph->lock, POOL_LOCK_PAGEHEAP);
     for (unsigned cls = 0; rc == 0 && cls < POOL_NCLASSES; cls++)
         rc = pool_lock_init_(&a->central[cls].lock, POOL_LOCK_CENTRAL);
-    for (unsigned i = 0; rc == 0 && i < POOL_MAX_SLOTS; i++)
-        rc = pool_life_init_(&a->slots[i].life);
     if (rc != 0) {
         pool_prim_unmap_(h, h->size);
         memset(a, 0, sizeof *a);

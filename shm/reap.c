@@ -389,7 +389,7 @@ static bool own_slot(pool_arena_t *a, unsigned i)
 /* The slots after `from` held by pid that are dead, added to d. */
 static void more_dead(pool_arena_t *a, unsigned from, uint32_t pid, dead_t *d)
 {
-    for (unsigned i = from; i < POOL_MAX_SLOTS; i++)
+    for (unsigned i = from, top = pool_slots_top(a); i < top; i++)
         if (pool_atomic_load_acquire(&a->slots[i].xstate) == pid && !own_slot(a, i) &&
             slot_dead(&a->slots[i], NULL))
             d->idx[d->n++] = (uint16_t)i;
@@ -400,7 +400,7 @@ unsigned pool_reap_dead_(pool_arena_t *a)
     unsigned reaped = 0;
     if (a->hdr == NULL || pool_arena_copied_())
         return 0;
-    for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
+    for (unsigned i = 0, top = pool_slots_top(a); i < top; i++) {
         uint32_t pid = pool_atomic_load_acquire(&a->slots[i].xstate);
         if (pid == POOL_SLOT_FREE || own_slot(a, i) || !slot_dead(&a->slots[i], NULL))
             continue;
@@ -417,7 +417,7 @@ bool pool_reap_left_(pool_arena_t *a)
 {
     if (a->hdr == NULL || pool_arena_copied_())
         return false;
-    for (unsigned i = 0; i < POOL_MAX_SLOTS; i++)
+    for (unsigned i = 0, top = pool_slots_top(a); i < top; i++)
         if (pool_atomic_load_acquire(&a->slots[i].xstate) != POOL_SLOT_FREE &&
             (pool_atomic_load_acquire(&a->slots[i].xflags) & POOL_SLOT_DEAD))
             return true;
@@ -473,7 +473,7 @@ int pool_reap(pid_t pid, pool_reap_report_t *out)
     struct timespec deadline = pool_deadline_in_(POOL_WAIT_MS);
     dead_t d = { 0, { 0 } };
     bool alive = false;
-    for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
+    for (unsigned i = 0, top = pool_slots_top(a); i < top; i++) {
         pool_slot_sh_t *slot = &a->slots[i];
         if (pool_atomic_load_acquire(&slot->xstate) != (uint32_t)pid)
             continue;

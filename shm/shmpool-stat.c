@@ -194,14 +194,14 @@ static unsigned list_processes(const pool_arena_t *a, proc_t *procs)
     unsigned n = 0;
     static int by_tag[POOL_MAX_TAG + 1];
     memset(by_tag, -1, sizeof by_tag);
-    for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
+    for (unsigned i = 0, top = pool_slots_top(a); i < top; i++) {
         const pool_slot_sh_t *s = &a->slots[i];
         if (s->xstate == POOL_SLOT_FREE || s->tag != i + 1)
             continue;
         procs[n] = (proc_t){ i, (int)s->xstate, 0, slot_dead(s), 0, 0 };
         by_tag[s->tag] = (int)n++;
     }
-    for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
+    for (unsigned i = 0, top = pool_slots_top(a); i < top; i++) {
         const pool_slot_sh_t *s = &a->slots[i];
         if (s->xstate == POOL_SLOT_FREE || s->tag == POOL_NO_TAG || s->tag > POOL_MAX_TAG ||
             by_tag[s->tag] < 0)

@@ -17,7 +17,7 @@
 static void tcache_objects(pool_arena_t *a, uint64_t *per_class)
 {
     memset(per_class, 0, sizeof(uint64_t) * POOL_NCLASSES);
-    for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
+    for (unsigned i = 0, top = pool_slots_top(a); i < top; i++) {
         pool_slot_sh_t *slot = &a->slots[i];
         if (pool_atomic_load_acquire(&slot->xstate) == POOL_SLOT_FREE)
             continue;
@@ -65,7 +65,7 @@ static bool usage_of(pool_arena_t *a, pool_usage_t *u, bool lock)
         bool locked = lock && pool_lock_timed_(a, &c->lock, POOL_LOCK_CENTRAL, cls, &deadline);
         exact &= locked || !lock;
         uint64_t spans = c->nspans, free_objs = list_free(a, c->head);
-        for (unsigned i = 0; i < POOL_MAX_SLOTS; i++)
+        for (unsigned i = 0, top = pool_slots_top(a); i < top; i++)
             if (pool_atomic_load_acquire(&a->slots[i].used))
                 free_objs += list_free(a, a->tcaches[i].own[cls].spans);
         if (locked)
@@ -141,7 +141,7 @@ static void jp_classes(json_t *j, pool_arena_t *a)
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
         pool_binstats_t sum;
         memset(&sum, 0, sizeof sum);
-        for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
+        for (unsigned i = 0, top = pool_slots_top(a); i < top; i++) {
             if (!a->slots[i].used)
                 continue;
             const pool_binstats_t *b = &pool_slot_binstats(a, i)[cls];
@@ -176,7 +176,7 @@ static void jp_slots(json_t *j, pool_arena_t *a)
 {
     jp(j, ",\"slots\":[");
     bool first = true;
-    for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
+    for (unsigned i = 0, top = pool_slots_top(a); i < top; i++) {
         const pool_slot_sh_t *s = &a->slots[i];
         if (!s->used)
             continue;

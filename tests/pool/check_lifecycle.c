@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,11 +29,12 @@
 
 #define LEFT_BEHIND 300 /* objects a short-lived process never frees */
 
-/* Slots held, by anyone. */
+/* Slots held, by anyone (none above the top ever is; reading them would
+ * make their pages resident). */
 static unsigned slots_taken(void)
 {
     unsigned n = 0;
-    for (unsigned i = 0; i < POOL_MAX_SLOTS; i++)
+    for (unsigned i = 0, top = pool_slots_top(&pool_arena_); i < top; i++)
         n += pool_atomic_load_acquire(&pool_arena_.slots[i].xstate) != POOL_SLOT_FREE;
     return n;
 }
@@ -133,6 +135,21 @@ START_TEST(test_more_processes_than_slots)
     ck_assert_uint_eq(u.fallbacks, 0);
     ck_assert_uint_eq(pool_arena_.crash->reaps, 3 * POOL_MAX_SLOTS);
     ck_assert_uint_eq(slots_taken(), 0);
+    /* Never more than two held at once (this process's and one child's,
+     * or a dead child's until the next one reaps it): the slot table is
+     * touched that far, and no page of it past the top is resident. */
+    unsigned top = pool_slots_top(&pool_arena_);
+    ck_assert_uint_le(top, 3);
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = ((uintptr_t)&pool_arena_.slots[top] + page - 1) & ~(page - 1);
+    uintptr_t hi = (uintptr_t)&pool_arena_.slots[POOL_MAX_SLOTS] & ~(page - 1);
+    ck_assert_uint_gt(hi, lo);
+    unsigned char v[64];
+    ck_assert_uint_le((hi - lo) / page, sizeof v);
+    ck_assert_int_eq(mincore((void *)lo, hi - lo, v), 0);
+    for (uintptr_t k = 0; k < (hi - lo) / page; k++)
+        ck_assert_msg(!(v[k] & 1), "page %lu of the slot table past the top (%u) is resident",
+                      (unsigned long)k, top);
     pool_test_assert_settled(base);
 }
 END_TEST
@@ -144,7 +161,11 @@ START_TEST(test_dead_slots_reused_when_short)
     pool_arena_t *a = &pool_arena_;
     /* Dead holders that nobody has noticed: each dies right after it
      * attached, before the next one (whose attach would reap it) runs, so
-     * they are made to hold slots by hand. */
+     * they are made to hold slots by hand, every slot made takeable first
+     * as attaches would have made it. */
+    for (unsigned i = pool_slots_top(a); i < POOL_MAX_SLOTS; i++)
+        ck_assert_int_eq(pool_life_init_(&a->slots[i].life), 0);
+    pool_atomic_store_release(&a->hdr->xslots_top, POOL_MAX_SLOTS);
     for (unsigned i = 0; i < POOL_MAX_SLOTS; i++) {
         pid_t pid = fork();
         ck_assert_int_ge(pid, 0);
