@@ -26,6 +26,12 @@
  * instruction more on malloc's fast path. */
 #define POOL_OPAQUE(x) __asm__("" : "+r"(x))
 #define POOL_COLD __attribute__((cold, noinline))
+/* A table a process writes once, before it forks, and only reads after:
+ * on pages of its own, so that what a forked child does write in the
+ * library's data (its slot, its page map's address, its pid) copies only
+ * those variables' page into every child, not the tables beside them
+ * (about 16 KiB a child, which a prefork server pays per worker). */
+#define POOL_READ_MOSTLY __attribute__((section("pool_read_mostly"), aligned(4096)))
 /* Linked into a program (poold, poolbench) the pool's thread-locals are
  * one %fs-relative access; in libshmpool.so each access first loads its
  * offset from the GOT, one more instruction on both fast paths. */

@@ -31,8 +31,8 @@
 
 pool_proc_state_t pool_proc_state_;
 /* What the empty cache's slow paths count lands here, as no slot's. */
-static pool_binstats_t empty_stats[POOL_NCLASSES];
-pool_tcache_sh_t pool_empty_tcache_ = { .stats = empty_stats };
+static POOL_READ_MOSTLY pool_binstats_t empty_stats[POOL_NCLASSES];
+POOL_READ_MOSTLY pool_tcache_sh_t pool_empty_tcache_ = { .stats = empty_stats };
 __thread pool_tcache_sh_t *pool_tls_tcache_
     POOL_TLS = &pool_empty_tcache_;
 

@@ -54,9 +54,9 @@
 
 #include "prim/prim.h"
 
-uint8_t pool_class_small_[POOL_SMALL_LOOKUP_MAX + 1];
-uint8_t pool_class_large_[(POOL_MAX_SMALL >> 7) + 1];
-pool_class_t pool_classes_[POOL_NCLASSES];
+POOL_READ_MOSTLY uint8_t pool_class_small_[POOL_SMALL_LOOKUP_MAX + 1];
+POOL_READ_MOSTLY uint8_t pool_class_large_[(POOL_MAX_SMALL >> 7) + 1];
+POOL_READ_MOSTLY pool_class_t pool_classes_[POOL_NCLASSES];
 
 /* Bytes of objects per batch between a thread cache and the central cache. */
 #define POOL_BATCH_BYTES (64u << 10)
