@@ -46,6 +46,9 @@ static void drop_held(pool_span_sh_t *s, uint32_t oi)
 /* Reap                                                                      */
 /* ------------------------------------------------------------------------ */
 
+/* Free spans a reap gives to the OS in one pass, after its frees. */
+#define REAP_FREED_MAX 64
+
 typedef struct reap_s {
     pool_arena_t *a;
     bool dead[POOL_MAX_TAG + 1]; /* tags of the dead process */
@@ -53,8 +56,43 @@ typedef struct reap_s {
     uint32_t leaving;            /* spans for the page heap, linked by next */
     uint32_t big;                /* dead big spans, linked by next */
     uint32_t empties[POOL_NCLASSES]; /* each class's empty spans before the reap */
+    uint32_t freed[REAP_FREED_MAX];  /* free spans its frees ended in, to go to the OS */
+    unsigned nfreed;
     pool_reaprec_sh_t rec;       /* what it found, as the history keeps it */
 } reap_t;
+
+/* Give the pages of the free spans the reap's frees ended in to the OS,
+ * each once: merged neighbours freed later absorbed the earlier spans, so
+ * a span that is no longer a free one's start, or went back already, is
+ * passed over.  `relock`: the reap's locks are gone, take the page heap's
+ * again for this (a live holder that keeps it past the wait leaves the
+ * pages to the decay); the classes go on meanwhile, where returning
+ * inside the reap held every lock three times as long. */
+static void give_freed(reap_t *rp, bool relock)
+{
+    pool_arena_t *a = rp->a;
+    if (rp->nfreed == 0)
+        return;
+    struct timespec deadline = pool_deadline_in_(POOL_WAIT_MS);
+    if (relock && !pool_lock_timed_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0, &deadline)) {
+        rp->nfreed = 0;
+        return;
+    }
+    for (unsigned k = 0; k < rp->nfreed; k++)
+        pool_pageheap_return_locked_(a, rp->freed[k]);
+    rp->nfreed = 0;
+    if (relock)
+        pool_unlock_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0);
+}
+
+/* Note the free span a reap's page-heap free ended in; a full list goes
+ * back at once, the reap's locks held. */
+static void note_freed(reap_t *rp, uint32_t span)
+{
+    if (rp->nfreed == REAP_FREED_MAX)
+        give_freed(rp, false);
+    rp->freed[rp->nfreed++] = span;
+}
 
 /* Release p into class cls within the step the caller began.  Spans that
  * leave their class are moved under the dead process's own tag: if this
@@ -353,9 +391,9 @@ static int reap_slots(pool_arena_t *a, const dead_t *d, pid_t pid, pool_reap_rep
             reap_owned(&rp, s);
     /* The spans the dead left wholly free are no live process's working
      * set: the classes keep no more empty spans than before, and the rest
-     * goes back to the OS now, as a private heap goes with its process,
-     * not after the decay's cushion, which holds what live processes take
-     * again. */
+     * goes back to the OS (give_freed), as a private heap goes with its
+     * process, not after the decay's cushion, which holds what live
+     * processes take again. */
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
         pool_central_trim_(a, cls, rp.empties[cls], rp.mover, &rp.leaving);
     while (rp.leaving != POOL_NIL) {
@@ -363,12 +401,12 @@ static int reap_slots(pool_arena_t *a, const dead_t *d, pid_t pid, pool_reap_rep
         rp.leaving = a->spans[idx].next;
         if (pool_config_stats)
             pool_atomic_inc(&a->cstats[a->spans[idx].cls].spans_out);
-        pool_pageheap_return_locked_(a, pool_pageheap_free_locked_(a, idx));
+        note_freed(&rp, pool_pageheap_free_locked_(a, idx));
     }
     while (rp.big != POOL_NIL) {
         uint32_t idx = rp.big;
         rp.big = a->spans[idx].next;
-        pool_pageheap_return_locked_(a, pool_pageheap_free_locked_(a, idx));
+        note_freed(&rp, pool_pageheap_free_locked_(a, idx));
     }
     reap_record(a, &rp.rec);
     reap_report(&rp.rec, r);
@@ -377,6 +415,7 @@ static int reap_slots(pool_arena_t *a, const dead_t *d, pid_t pid, pool_reap_rep
     for (unsigned k = 0; k < d->n; k++)
         pool_slot_release_(&a->slots[d->idx[k]]);
     pool_unlock_all_(a);
+    give_freed(&rp, true);
     return 0;
 }
 
