@@ -130,8 +130,8 @@ typedef struct pool_undo_sh_s {
  * fits: each step is consistent on its own.  Every build checks the bound
  * on every save.  The room is one step's and no more: a reap or a burst
  * runs every class's journal to its end, and the journals' pages stay
- * resident for good: 97 journals take 155 KiB, where room for a few steps
- * each would take 404.  Rebuilds never journal: they rewrite a
+ * resident for good: 97 journals take 152 KiB, where room for a few steps
+ * each would take 394.  Rebuilds never journal: they rewrite a
  * whole tier from the truth. */
 #define POOL_JOURNAL_MAX 96
 
