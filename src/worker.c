@@ -100,8 +100,10 @@ static void pd_worker_on_accept(evutil_socket_t lfd, short what, void *arg)
             pd_log(PD_LOG_WARN, errno, "accept4() failed");
             return;
         }
-        if (w->nconns >= w->cfg->max_conns && !pd_worker_server_has_room(w) &&
-            pd_conn_drain_idle(w) == 0) {
+        /* The server's count, whatever this worker's own: a worker under
+         * its share would otherwise take the connection that puts the
+         * server past its cap while another holds more than its own. */
+        if (!pd_worker_server_has_room(w) && pd_conn_drain_idle(w) == 0) {
             /* The server at its cap with no idle connection here to
              * close: close the new one at once, so the client learns now
              * instead of waiting in a queue nobody serves. */
