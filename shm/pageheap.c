@@ -709,18 +709,17 @@ void pool_pageheap_return_locked_(pool_arena_t *a, uint32_t idx)
     if (s->state != POOL_SPAN_FREE || s->returned || a->hdr->backing == POOL_BACKING_HUGETLB)
         return;
     pool_journal_begin_(j, POOL_OP_PH_RETURN);
-    uint64_t was = unreturned(ph);
     return_span(a, s);
     /* The period's marks follow, as if the pages had never been free and
      * mapped: the fall would otherwise read as pages taken again (the
      * cushion), and the low mark would have the period's end give back
      * that many more of the pages still mapped. */
-    uint64_t now = unreturned(ph), gone = was - now;
+    uint64_t now = unreturned(ph);
     pool_journal_step_(j);
     if (ph->decay_min_pages > now)
         POOL_JSET(j, ph->decay_min_pages, now);
     POOL_JSET(j, ph->decay_high_pages,
-              ph->decay_high_pages > now + gone ? ph->decay_high_pages - gone : now);
+              ph->decay_high_pages > now + s->npages ? ph->decay_high_pages - s->npages : now);
     pool_journal_commit_(j);
 }
 

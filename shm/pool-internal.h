@@ -30,7 +30,7 @@
  * on pages of its own, so that what a forked child does write in the
  * library's data (its slot, its page map's address, its pid) copies only
  * those variables' page into every child, not the tables beside them
- * (about 16 KiB a child, which a prefork server pays per worker). */
+ * (about 12 KiB a child, which a prefork server pays per worker). */
 #define POOL_READ_MOSTLY __attribute__((section("pool_read_mostly"), aligned(4096)))
 /* Linked into a program (poold, poolbench) the pool's thread-locals are
  * one %fs-relative access; in libshmpool.so each access first loads its
@@ -474,8 +474,9 @@ extern int pool_self_pid_;
 void pool_journal_begin_(pool_journal_sh_t *j, pool_op_t op);
 void pool_journal_commit_(pool_journal_sh_t *j);
 /* Between two steps of a long operation: commit what is done and begin
- * the same operation again.  Call it only where the state is consistent on its own (what was
- * done so far needs no undo).  REQUIRES: the journal's lock. */
+ * the same operation again.  Call it only where the state is consistent
+ * on its own (what was done so far needs no undo).  REQUIRES: the
+ * journal's lock. */
 void pool_journal_step_(pool_journal_sh_t *j);
 /* Recovery of a dead holder's journal: roll its open operation back, then
  * leave the journal empty and committed, so that what the recoverer does

@@ -64,25 +64,12 @@ typedef struct reap_s {
 /* Give the pages of the free spans the reap's frees ended in to the OS,
  * each once: merged neighbours freed later absorbed the earlier spans, so
  * a span that is no longer a free one's start, or went back already, is
- * passed over.  `relock`: the reap's locks are gone, take the page heap's
- * again for this (a live holder that keeps it past the wait leaves the
- * pages to the decay); the classes go on meanwhile, where returning
- * inside the reap held every lock three times as long. */
-static void give_freed(reap_t *rp, bool relock)
+ * passed over.  REQUIRES: page-heap lock. */
+static void give_freed(reap_t *rp)
 {
-    pool_arena_t *a = rp->a;
-    if (rp->nfreed == 0)
-        return;
-    struct timespec deadline = pool_deadline_in_(POOL_WAIT_MS);
-    if (relock && !pool_lock_timed_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0, &deadline)) {
-        rp->nfreed = 0;
-        return;
-    }
     for (unsigned k = 0; k < rp->nfreed; k++)
-        pool_pageheap_return_locked_(a, rp->freed[k]);
+        pool_pageheap_return_locked_(rp->a, rp->freed[k]);
     rp->nfreed = 0;
-    if (relock)
-        pool_unlock_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0);
 }
 
 /* Note the free span a reap's page-heap free ended in; a full list goes
@@ -90,7 +77,7 @@ static void give_freed(reap_t *rp, bool relock)
 static void note_freed(reap_t *rp, uint32_t span)
 {
     if (rp->nfreed == REAP_FREED_MAX)
-        give_freed(rp, false);
+        give_freed(rp);
     rp->freed[rp->nfreed++] = span;
 }
 
@@ -415,7 +402,15 @@ static int reap_slots(pool_arena_t *a, const dead_t *d, pid_t pid, pool_reap_rep
     for (unsigned k = 0; k < d->n; k++)
         pool_slot_release_(&a->slots[d->idx[k]]);
     pool_unlock_all_(a);
-    give_freed(&rp, true);
+    /* The rest with the page heap's lock alone, taken again: the classes
+     * go on meanwhile, where returning inside the reap held every lock
+     * three times as long.  A live holder that keeps it past a reaper's
+     * wait leaves the pages to the decay. */
+    struct timespec deadline = pool_deadline_in_(POOL_WAIT_MS);
+    if (rp.nfreed > 0 && pool_lock_timed_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0, &deadline)) {
+        give_freed(&rp);
+        pool_unlock_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0);
+    }
     return 0;
 }
 
