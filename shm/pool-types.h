@@ -506,7 +506,9 @@ typedef struct pool_header_sh_s {
     pool_layout_sh_t layout;
     uint64_t xfallbacks;     /* arena full: served privately (atomic) */
     uint64_t xforeign_frees; /* detached processes' arena frees (atomic) */
-    uint64_t xattach_failures; /* attaches refused: every slot held by a live thread */
+    uint64_t xattach_failures; /* attaches refused: every slot held by a live thread, or
+                                * none free below the top and the page-heap lock held
+                                * past the wait to raise it */
     uint64_t xreap_due_ns;   /* monotonic time of the next periodic reap */
     uint32_t xslots_top;     /* slots [0, top) have their life lock made and may have
                               * been taken; none above has been read or written, so

@@ -174,10 +174,14 @@ static void install_handlers(void)
 /* Make slot `top` takeable, unless another thread did: its life lock is
  * made before the top passes it, under the page-heap lock, so that a
  * thread that dies in between leaves the top where it was and the next
- * makes the lock again.  False when the lock cannot be made. */
+ * makes the lock again.  The lock is waited for as a reaper waits: a
+ * stopped holder makes this attach fail, not hang.  False when the lock
+ * cannot be had or made. */
 static bool slots_grow(pool_arena_t *a, unsigned top)
 {
-    pool_lock_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0);
+    struct timespec deadline = pool_deadline_in_(POOL_WAIT_MS);
+    if (!pool_lock_timed_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0, &deadline))
+        return false;
     int rc = 0;
     if (pool_atomic_load_relaxed(&a->hdr->xslots_top) == top) {
         rc = pool_life_init_(&a->slots[top].life);

@@ -648,6 +648,16 @@ START_TEST(test_stopped_pageheap_holder)
     ck_assert_int_eq(pool_reap(never, &r), EAGAIN);
     ck_assert_int_eq(pool_repair(NULL), EAGAIN);
     ck_assert_int_eq(pool_lock_stalled(POOL_WAIT_MS), stuck);
+    /* A process that attaches finds the one slot in use so far held, and
+     * would raise the slot table's top under the page-heap lock: it gives
+     * up after the wait, as a reaper does, and does not hang. */
+    pid_t late = fork();
+    ck_assert_int_ge(late, 0);
+    if (late == 0) {
+        alarm(10);
+        _exit(pool_attach() == EAGAIN ? 0 : 1);
+    }
+    pool_test_assert_exit0(late, "a process attaching while the page-heap holder is stopped");
     static char json[1 << 16];
     ck_assert_uint_lt(pool_stats_json(json, sizeof json), sizeof json);
     ck_assert_msg(strstr(json, "\"exact\":false}") != NULL, "%s", json);
