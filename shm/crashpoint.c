@@ -44,7 +44,8 @@ static unsigned long crash_at; /* die at this hit */
  * each hit has one number, so the point fires exactly once. */
 static unsigned long crash_hits; /* of the named point */
 static bool crash_stop;        /* ":stop": stop (SIGSTOP) there instead, lock held */
-static int crash_slot = -1;    /* "@SLOT": only the process attached there; -1: any */
+static int crash_slot;         /* "@SLOT": only the process attached there; -1: any
+                                * (pool_crash_config_ sets it before arming a point) */
 static bool crash_random;      /* "random:P": any point, with probability */
 static unsigned long random_hits; /* of any point, in random mode */
 static uint64_t crash_threshold; /* die when a draw is below it (P * 2^64) */

@@ -46,7 +46,9 @@ pkgconfig_DATA = shm/shmpool.pc
 shm_libshmpool_la_SOURCES = shm/preload.c shm/waithook.c shm/sleephook.c
 shm_libshmpool_la_CFLAGS = $(POOL_CFLAGS)
 shm_libshmpool_la_LIBADD = shm/libshmpool_override.la shm/libshmpool_core.la
-shm_libshmpool_la_LDFLAGS = -avoid-version -pthread -Wl,-z,now
+shm_libshmpool_la_LDFLAGS = -avoid-version -pthread -Wl,-z,now $(POOL_LD_SCRIPT)
+EXTRA_shm_libshmpool_la_DEPENDENCIES = shm/libshmpool.ld
+EXTRA_DIST += shm/libshmpool.ld
 
 # shmpool-stat: a running program's arena seen from outside, installed with
 # the library.  It reads the arena's structures, so it links the tiers.

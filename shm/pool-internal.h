@@ -30,7 +30,11 @@
  * on pages of its own, so that what a forked child does write in the
  * library's data (its slot, its page map's address, its pid) copies only
  * those variables' page into every child, not the tables beside them
- * (about 12 KiB a child, which a prefork server pays per worker). */
+ * (about 12 KiB a child, which a prefork server pays per worker).  In
+ * libshmpool.so, shm/libshmpool.ld ends the section on a page's end so
+ * that .bss starts a page of its own, and every variable a child writes
+ * starts at zero, so that it is in .bss and not in .data: a child copies
+ * one page of the library's data (tests/pool/libdata.c). */
 #define POOL_READ_MOSTLY __attribute__((section("pool_read_mostly"), aligned(4096)))
 /* Linked into a program (poold, poolbench) the pool's thread-locals are
  * one %fs-relative access; in libshmpool.so each access first loads its

@@ -36,12 +36,19 @@ POOL_READ_MOSTLY pool_tcache_sh_t pool_empty_tcache_ = { .stats = empty_stats };
 __thread pool_tcache_sh_t *pool_tls_tcache_
     POOL_TLS = &pool_empty_tcache_;
 
-static int proc_slot = -1;          /* slot taken by pool_attach() */
+/* The slot pool_attach() took, plus one; 0: none.  Zero at load keeps it
+ * out of .data, whose page a child's write would copy (POOL_READ_MOSTLY). */
+static unsigned proc_slot1;
 static bool attach_children;        /* SHMPOOL_MODE=children */
 static bool arena_copied;           /* a forked child: the arena is a private copy */
 static pthread_key_t thread_key;    /* destructor gives the slot back */
 static pthread_once_t once_handlers = PTHREAD_ONCE_INIT;
 static bool handlers_ok;
+
+static int proc_slot(void)
+{
+    return (int)proc_slot1 - 1;
+}
 
 /* ------------------------------------------------------------------------ */
 /* Threads and fork                                                          */
@@ -101,7 +108,7 @@ static void thread_exit(void *arg)
     pool_tcache_flush_(&pool_arena_, tc);
     pool_tls_tcache_ = &pool_empty_tcache_;
     pool_tls_exited_ = true;
-    if (tc->slot != proc_slot) {
+    if (tc->slot != proc_slot()) {
         pool_slot_release_(slot);
         return;
     }
@@ -156,7 +163,7 @@ static void fork_child(void)
         pool_tls_tcache_ = &pool_empty_tcache_;
         pthread_setspecific(thread_key, NULL);
         pool_proc_state_ = POOL_PROC_FORKED;
-        proc_slot = -1;
+        proc_slot1 = 0;
     } else if (attach_children && pool_proc_state_ == POOL_PROC_PRIVATE) {
         int rc = pool_attach();
         if (rc != 0)
@@ -198,7 +205,7 @@ static bool slots_grow(pool_arena_t *a, unsigned top)
  * taken only when every one below is held. */
 static pool_slot_sh_t *claim_any(pool_arena_t *a)
 {
-    unsigned n = proc_slot >= 0 ? POOL_MAX_SLOTS : POOL_MAX_TAG;
+    unsigned n = proc_slot() >= 0 ? POOL_MAX_SLOTS : POOL_MAX_TAG;
     for (;;) {
         unsigned top = pool_slots_top(a);
         for (unsigned i = 0; i < top && i < n; i++)
@@ -229,7 +236,7 @@ pool_tcache_sh_t *pool_thread_setup_(void)
         slot->pid = pool_prim_getpid_();
         slot->tid = pool_prim_gettid_();
         /* The first slot of a process (pool_attach) names its tag. */
-        uint16_t tag = tag_of_slot(proc_slot >= 0 ? proc_slot : (int)i);
+        uint16_t tag = tag_of_slot(proc_slot() >= 0 ? proc_slot() : (int)i);
         slot->tag = tag;
         pool_tcache_sh_t *tc = &a->tcaches[i];
         /* Before the inboxes open: a free that finds one open reads it. */
@@ -320,7 +327,7 @@ int pool_attach(void)
     pool_crash_config_();
     pool_tls_exited_ = false;
     pool_self_pid_ = pool_prim_getpid_();
-    proc_slot = -1;
+    proc_slot1 = 0;
     /* Whoever notices first reaps: a process that attaches reaps the dead
      * before it takes a slot, so that slots and memory pass on without a
      * master that knows the pool. */
@@ -330,7 +337,7 @@ int pool_attach(void)
         pool_atomic_inc(&h->xattach_failures);
         return EAGAIN;
     }
-    proc_slot = tc->slot;
+    proc_slot1 = tc->slot + 1u;
     pool_proc_state_ = POOL_PROC_ATTACHED;
     return 0;
 }
@@ -344,16 +351,16 @@ void pool_detach(void)
         pool_tcache_flush_(&pool_arena_, tc);
         pool_tls_tcache_ = &pool_empty_tcache_;
         pthread_setspecific(thread_key, NULL);
-        if (tc->slot != proc_slot)
+        if (tc->slot != proc_slot())
             pool_slot_release_(&pool_arena_.slots[tc->slot]);
     }
     /* Objects the process still holds keep living after the slot (and
      * with it the tag) passes to another process. */
-    pool_disown_(&pool_arena_, tag_of_slot(proc_slot));
-    if (proc_slot >= 0)
-        pool_slot_release_(&pool_arena_.slots[proc_slot]);
+    pool_disown_(&pool_arena_, tag_of_slot(proc_slot()));
+    if (proc_slot() >= 0)
+        pool_slot_release_(&pool_arena_.slots[proc_slot()]);
     pool_proc_state_ = POOL_PROC_PRIVATE;
-    proc_slot = -1;
+    proc_slot1 = 0;
 }
 
 /* A process that exits gives its thread cache back on the way: what its
@@ -381,7 +388,7 @@ void pool_destroy_(void)
     arena_copied = false;
     pool_tls_tcache_ = &pool_empty_tcache_;
     pool_proc_state_ = POOL_PROC_PRIVATE;
-    proc_slot = -1;
+    proc_slot1 = 0;
 }
 
 void pool_attach_children_(void)
@@ -401,5 +408,5 @@ bool pool_attached(void)
 
 int pool_slot(void)
 {
-    return proc_slot;
+    return proc_slot();
 }

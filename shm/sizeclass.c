@@ -93,12 +93,15 @@ POOL_READ_MOSTLY pool_class_t pool_classes_[POOL_NCLASSES];
  * releases once it holds BYTES of objects (but always at two batches),
  * and a batch carries at most BATCH objects (1..POOL_BATCH_MAX, never more
  * than the class's own).  Read once, when the class table is made: the
- * fast paths see only each bin's watermark, as always. */
-static uint32_t knob_bin_bytes = POOL_BIN_BYTES;
-static uint32_t knob_batch = POOL_BATCH_MAX;
+ * fast paths see only each bin's watermark, as always.  The defaults are
+ * set here rather than at load, which keeps the two out of .data. */
+static uint32_t knob_bin_bytes;
+static uint32_t knob_batch;
 
 static void read_knob(void)
 {
+    knob_bin_bytes = POOL_BIN_BYTES;
+    knob_batch = POOL_BATCH_MAX;
     const char *v = pool_prim_getenv_("SHMPOOL_TCACHE");
     if (v == NULL || *v == '\0')
         return;

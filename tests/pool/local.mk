@@ -38,9 +38,11 @@ tests_check_pool_LDADD = shm/libshmpool_core.la $(CHECK_LIBS)
 #                         meaning (tests/sleeps)
 #   reapempty.sh          a reaped child's blocks leave the classes' budgets
 #                         of empty spans (tests/reapempty)
+#   libdata.sh            a forked child copies no page of the library's
+#                         file data, only of its .bss (tests/libdata)
 #   children.sh           the body of waitstopped.sh, giveback.sh,
-#                         givesleep.sh and reapempty.sh: a program under
-#                         SHMPOOL_MODE=children, its verdict
+#                         givesleep.sh, reapempty.sh and libdata.sh: a
+#                         program under SHMPOOL_MODE=children, its verdict
 #   foreign.sh            programs linked to jemalloc, mimalloc, tcmalloc
 #                         (tests/foreign_*, built where configure found the
 #                         library) under the preload, in every mode
@@ -48,16 +50,16 @@ tests_check_pool_LDADD = shm/libshmpool_core.la $(CHECK_LIBS)
 # tests/programs/; every program is built as tests/NAME.
 # ---------------------------------------------------------------------------
 check_PROGRAMS += tests/check_override tests/prefork tests/reapretry tests/isolation \
-	tests/waitstopped tests/giveback tests/givesleep tests/sleeps tests/reapempty
+	tests/waitstopped tests/giveback tests/givesleep tests/sleeps tests/reapempty tests/libdata
 TESTS += tests/check_override tests/pool/preload.sh tests/pool/stat.sh tests/pool/statread.sh \
 	tests/pool/reapretry.sh \
 	tests/pool/isolation.sh tests/pool/waitstopped.sh tests/pool/giveback.sh \
-	tests/pool/givesleep.sh tests/pool/sleeps.sh tests/pool/reapempty.sh
+	tests/pool/givesleep.sh tests/pool/sleeps.sh tests/pool/reapempty.sh tests/pool/libdata.sh
 EXTRA_DIST += tests/pool/preload.sh tests/pool/stat.sh tests/pool/statread.sh \
 	tests/pool/reapretry.sh \
 	tests/pool/isolation.sh tests/pool/waitstopped.sh tests/pool/giveback.sh \
 	tests/pool/givesleep.sh tests/pool/sleeps.sh tests/pool/reapempty.sh \
-	tests/pool/children.sh
+	tests/pool/libdata.sh tests/pool/children.sh
 tests_check_pool_SOURCES += tests/pool/check_stress.c tests/pool/check_fork.c tests/programs/pattern.h
 tests_check_pool_SOURCES += tests/pool/check_lifecycle.c
 tests_check_override_SOURCES = tests/pool/check_override.c tests/programs/pattern.h
@@ -93,6 +95,9 @@ tests_isolation_SOURCES = tests/pool/isolation.c tests/programs/pattern.h \
 tests_isolation_CFLAGS = $(TEST_CFLAGS) -fno-builtin
 tests_waitstopped_SOURCES = tests/pool/waitstopped.c tests/programs/preloaded.h
 tests_reapempty_SOURCES = tests/pool/reapempty.c tests/programs/preloaded.h
+tests_libdata_SOURCES = tests/pool/libdata.c tests/programs/preloaded.h
+# -fno-builtin: the compiler must not drop the children's malloc/free pairs.
+tests_libdata_CFLAGS = $(TEST_CFLAGS) -fno-builtin
 tests_giveback_SOURCES = tests/programs/giveback.c tests/programs/preloaded.h
 # -fno-builtin: the compiler must not drop the quiet ticks' malloc/free pairs.
 tests_giveback_CFLAGS = $(TEST_CFLAGS) -fno-builtin

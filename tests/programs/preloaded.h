@@ -2,10 +2,11 @@
 /* For test programs that are not linked with libshmpool and run under
  * LD_PRELOAD=libshmpool.so (tests/programs/prefork.c, forkcontract.c,
  * giveback.c and sleeps.c; tests/pool/isolation.c, reapretry.c,
- * waitstopped.c and reapempty.c): the two pool calls they ask, found with
- * dlsym so that a program run without the library fails instead of
- * passing on glibc, a child that holds blocks until it is killed, the
- * start of such a child or another, a sleep and a clock in milliseconds.
+ * waitstopped.c, reapempty.c and libdata.c): the two pool calls they
+ * ask, found with dlsym so that a program run without the library fails
+ * instead of passing on glibc, a child that holds blocks until it is
+ * killed, the start of such a child or another, a sleep and a clock in
+ * milliseconds.
  * Header only.
  */
 #ifndef TESTS_PRELOADED_H
