@@ -144,7 +144,11 @@ static void reap_inbox(reap_t *rp, pool_tcache_sh_t *tc, unsigned cls)
  * what is past the walk is the dead process's own, found by the owner
  * scan, or a live owner's), which is why the walk is
  * bounded by it plus one, not ended by it; what is behind a broken link is
- * counted as leaked. */
+ * counted as leaked.  A chain that ends one object short of its length is
+ * no leak: a pop moves the head before the length, and free's fast path
+ * counts its object before it links it, so a death between the two leaves
+ * that object between the bin and its caller, handed out and tagged, and
+ * the owner scan frees it with the dead process's live objects. */
 static void reap_cache(reap_t *rp, pool_tcache_sh_t *tc)
 {
     pool_arena_t *a = rp->a;
@@ -175,7 +179,8 @@ static void reap_cache(reap_t *rp, pool_tcache_sh_t *tc)
             rp->rec.cached += size;
         }
         if (*l.head != NULL || pool_list_len(l) != 0) {
-            rp->rec.leaked += (size_t)pool_list_len(l) * size;
+            if (*l.head != NULL || pool_list_len(l) > 1)
+                rp->rec.leaked += (size_t)pool_list_len(l) * size;
             pool_journal_step_(j);
             POOL_JSET(j, *l.head, NULL);
             POOL_JSET(j, *l.room, (int32_t)l.empty);
