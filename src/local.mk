@@ -15,10 +15,18 @@ bin_PROGRAMS += src/poold
 src_poold_SOURCES = src/main.c
 src_poold_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS)
 src_poold_LDADD = src/libpd.la
+# -z now: the master resolves every symbol before it forks, so that no
+# worker writes its own copy of the GOT (and of what lazy binding touches
+# in the dynamic linker) at its first call of each function; in both
+# variants, so that they differ only in the allocator.
+src_poold_LDFLAGS = $(AM_LDFLAGS) -Wl,-z,now
 if ENABLE_POOL
 # The weak references in src/alloc.c do not pull archive members by
 # themselves; --undefined makes the linker take every pool entry point the
-# server calls, whichever archive member defines it.
+# server calls, whichever archive member defines it.  The pool's script
+# gives its tables pages of their own (shm/libshmpool.ld).
 src_poold_LDADD += shm/libshmpool_override_exec.la shm/libshmpool_core_exec.la
-src_poold_LDFLAGS = $(AM_LDFLAGS) -Wl,--undefined=malloc,--undefined=pool_create,--undefined=pool_attach,--undefined=pool_name,--undefined=pool_stats_json
+src_poold_LDFLAGS += -Wl,--undefined=malloc,--undefined=pool_create,--undefined=pool_attach,--undefined=pool_name,--undefined=pool_stats_json \
+	$(POOL_LD_SCRIPT)
+EXTRA_src_poold_DEPENDENCIES = shm/libshmpool.ld
 endif
