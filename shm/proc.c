@@ -178,25 +178,36 @@ static void install_handlers(void)
                   pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
 }
 
-/* Make slot `top` takeable, unless another thread did: its life lock is
- * made before the top passes it, under the page-heap lock, so that a
- * thread that dies in between leaves the top where it was and the next
- * makes the lock again.  The lock is waited for as a reaper waits: a
- * stopped holder makes this attach fail, not hang.  False when the lock
- * cannot be had or made. */
+/* Slots are made takeable this many at a time (3.3 KiB of descriptors),
+ * so that a server's first workers attach below the top. */
+#define SLOTS_GROW 32u
+
+/* Make slot `top` takeable, unless another thread did, and with it the
+ * rest of its SLOTS_GROW: the attaches of a server's first workers then
+ * take slots below the top and do not wait for the page-heap lock behind
+ * a holder stopped there, while the table still touches only the pages of
+ * the slots made.  The life locks are made before the top passes them,
+ * under the page-heap lock, so that a thread that dies in between leaves
+ * the top where it was and the next makes them again.  The lock is waited
+ * for as a reaper waits: a stopped holder makes this attach fail, not
+ * hang.  False when the lock cannot be had or slot `top`'s life lock
+ * made. */
 static bool slots_grow(pool_arena_t *a, unsigned top)
 {
     struct timespec deadline = pool_deadline_in_(POOL_WAIT_MS);
     if (!pool_lock_timed_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0, &deadline))
         return false;
-    int rc = 0;
     if (pool_atomic_load_relaxed(&a->hdr->xslots_top) == top) {
-        rc = pool_life_init_(&a->slots[top].life);
-        if (rc == 0)
-            pool_atomic_store_release(&a->hdr->xslots_top, top + 1);
+        unsigned want = (top / SLOTS_GROW + 1) * SLOTS_GROW, end = top;
+        if (want > POOL_MAX_SLOTS)
+            want = POOL_MAX_SLOTS;
+        while (end < want && pool_life_init_(&a->slots[end].life) == 0)
+            end++;
+        if (end > top)
+            pool_atomic_store_release(&a->hdr->xslots_top, end);
     }
     pool_unlock_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0);
-    return rc == 0;
+    return pool_slots_top(a) > top;
 }
 
 /* The first free slot for the calling thread, or NULL.  A process's first

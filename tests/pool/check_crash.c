@@ -709,9 +709,13 @@ START_TEST(test_stopped_pageheap_holder)
     ck_assert_int_eq(pool_reap(never, &r), EAGAIN);
     ck_assert_int_eq(pool_repair(NULL), EAGAIN);
     ck_assert_int_eq(pool_lock_stalled(POOL_WAIT_MS), stuck);
-    /* A process that attaches finds the one slot in use so far held, and
-     * would raise the slot table's top under the page-heap lock: it gives
-     * up after the wait, as a reaper does, and does not hang. */
+    /* A process that attaches finds every slot below the top held (the
+     * top is lowered to the one slot in use, as if the others the first
+     * growth made were held) and would raise the top under the page-heap
+     * lock: it gives up after the wait, as a reaper does, and does not
+     * hang. */
+    ck_assert_uint_eq(pool_arena_.slots[0].xstate, (uint32_t)stuck);
+    pool_atomic_store_release(&pool_arena_.hdr->xslots_top, 1);
     pid_t late = fork();
     ck_assert_int_ge(late, 0);
     if (late == 0) {
