@@ -21,6 +21,10 @@ int main(int argc, char **argv)
         srunner_add_suite(sr, make_e2e_suite());
         srunner_add_suite(sr, make_crash_e2e_suite());
     }
+    /* A failing end-to-end test quotes the server's log, up to 64 KiB:
+     * past Check's default of 4 KiB the test process exits 2 and the
+     * verdict, message and all, is lost. */
+    check_set_max_msg_size(72 << 10);
     srunner_run_all(sr, CK_NORMAL);
     failed = srunner_ntests_failed(sr);
     srunner_free(sr);
