@@ -36,9 +36,11 @@ POOL_READ_MOSTLY pool_tcache_sh_t pool_empty_tcache_ = { .stats = empty_stats };
 __thread pool_tcache_sh_t *pool_tls_tcache_
     POOL_TLS = &pool_empty_tcache_;
 
-/* The slot pool_attach() took, plus one; 0: none.  Zero at load keeps it
- * out of .data, whose page a child's write would copy (POOL_READ_MOSTLY). */
-static unsigned proc_slot1;
+/* The process's owner tag, the slot pool_attach() took plus one (a
+ * process's first slot is below POOL_MAX_TAG); POOL_NO_TAG (0) while it is
+ * not attached, which keeps it out of .data, whose page a child's write
+ * would copy (POOL_READ_MOSTLY). */
+static uint16_t proc_tag;
 static bool attach_children;        /* SHMPOOL_MODE=children */
 static bool arena_copied;           /* a forked child: the arena is a private copy */
 static pthread_key_t thread_key;    /* destructor gives the slot back */
@@ -47,7 +49,7 @@ static bool handlers_ok;
 
 static int proc_slot(void)
 {
-    return (int)proc_slot1 - 1;
+    return (int)proc_tag - 1;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -163,7 +165,7 @@ static void fork_child(void)
         pool_tls_tcache_ = &pool_empty_tcache_;
         pthread_setspecific(thread_key, NULL);
         pool_proc_state_ = POOL_PROC_FORKED;
-        proc_slot1 = 0;
+        proc_tag = POOL_NO_TAG;
     } else if (attach_children && pool_proc_state_ == POOL_PROC_PRIVATE) {
         int rc = pool_attach();
         if (rc != 0)
@@ -247,7 +249,7 @@ pool_tcache_sh_t *pool_thread_setup_(void)
         slot->pid = pool_prim_getpid_();
         slot->tid = pool_prim_gettid_();
         /* The first slot of a process (pool_attach) names its tag. */
-        uint16_t tag = tag_of_slot(proc_slot() >= 0 ? proc_slot() : (int)i);
+        uint16_t tag = proc_tag != POOL_NO_TAG ? proc_tag : tag_of_slot((int)i);
         slot->tag = tag;
         pool_tcache_sh_t *tc = &a->tcaches[i];
         /* Before the inboxes open: a free that finds one open reads it. */
@@ -338,7 +340,7 @@ int pool_attach(void)
     pool_crash_config_();
     pool_tls_exited_ = false;
     pool_self_pid_ = pool_prim_getpid_();
-    proc_slot1 = 0;
+    proc_tag = POOL_NO_TAG;
     /* Whoever notices first reaps: a process that attaches reaps the dead
      * before it takes a slot, so that slots and memory pass on without a
      * master that knows the pool. */
@@ -348,7 +350,7 @@ int pool_attach(void)
         pool_atomic_inc(&h->xattach_failures);
         return EAGAIN;
     }
-    proc_slot1 = tc->slot + 1u;
+    proc_tag = tc->tag;
     pool_proc_state_ = POOL_PROC_ATTACHED;
     return 0;
 }
@@ -367,11 +369,11 @@ void pool_detach(void)
     }
     /* Objects the process still holds keep living after the slot (and
      * with it the tag) passes to another process. */
-    pool_disown_(&pool_arena_, tag_of_slot(proc_slot()));
+    pool_disown_(&pool_arena_, proc_tag);
     if (proc_slot() >= 0)
         pool_slot_release_(&pool_arena_.slots[proc_slot()]);
     pool_proc_state_ = POOL_PROC_PRIVATE;
-    proc_slot1 = 0;
+    proc_tag = POOL_NO_TAG;
 }
 
 /* A process that exits gives its thread cache back on the way: what its
@@ -399,7 +401,7 @@ void pool_destroy_(void)
     arena_copied = false;
     pool_tls_tcache_ = &pool_empty_tcache_;
     pool_proc_state_ = POOL_PROC_PRIVATE;
-    proc_slot1 = 0;
+    proc_tag = POOL_NO_TAG;
 }
 
 void pool_attach_children_(void)

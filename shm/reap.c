@@ -178,9 +178,11 @@ static void reap_cache(reap_t *rp, pool_tcache_sh_t *tc)
             found++;
             rp->rec.cached += size;
         }
-        if (*l.head != NULL || pool_list_len(l) != 0) {
-            if (*l.head != NULL || pool_list_len(l) > 1)
-                rp->rec.leaked += (size_t)pool_list_len(l) * size;
+        bool broken = *l.head != NULL;
+        uint32_t left = pool_list_len(l);
+        if (broken || left > 1)
+            rp->rec.leaked += (size_t)left * size;
+        if (broken || left > 0) {
             pool_journal_step_(j);
             POOL_JSET(j, *l.head, NULL);
             POOL_JSET(j, *l.room, (int32_t)l.empty);

@@ -505,9 +505,14 @@ END_TEST
  * the dead process's live ones: the reap counts no leak and gives it
  * back, and nothing stays in use.  Before, the reap counted its bytes as
  * leaked. */
+typedef struct between_s {
+    int ready[2]; /* child -> test: in the window */
+    bool pop;     /* the pop's window, else free's */
+} between_t;
+
 static int between_main(void *arg)
 {
-    int *ready = arg;
+    between_t *b = arg;
     unsigned cls = pool_sizeclass_of(SMALL_A);
     /* More than a light class lends (sizeclass.c), so that the class's
      * own bin holds some. */
@@ -520,7 +525,7 @@ static int between_main(void *arg)
     pool_tcache_sh_t *tc = pool_tls_tcache_;
     if (pool_bin_len(tc, cls) < 2)
         return 5;
-    if (ready[2] == 0) {
+    if (b->pop) {
         void **head = tc->heads[cls];
         tc->heads[cls] = head[0];
     } else {
@@ -529,7 +534,7 @@ static int between_main(void *arg)
         tc->bins[cls].room--;
     }
     char c = 'r';
-    if (write(ready[1], &c, 1) != 1)
+    if (write(b->ready[1], &c, 1) != 1)
         return 5;
     pause();
     return 6;
@@ -537,24 +542,23 @@ static int between_main(void *arg)
 
 START_TEST(test_kill_between_bin_and_caller)
 {
-    int ready[3];
-    ck_assert_int_eq(pipe(ready), 0);
-    ready[2] = _i;
-    pid_t pid = spawn(between_main, ready, NULL);
+    between_t b = { .pop = _i == 0 };
+    ck_assert_int_eq(pipe(b.ready), 0);
+    pid_t pid = spawn(between_main, &b, NULL);
     /* A child that fails before it is ready ends the read. */
-    close(ready[1]);
+    close(b.ready[1]);
     char c;
-    ck_assert_msg(read(ready[0], &c, 1) == 1, "the child did not get between its bin and "
+    ck_assert_msg(read(b.ready[0], &c, 1) == 1, "the child did not get between its bin and "
                   "the caller (exit status %#x)", pool_test_wait(pid));
     kill(pid, SIGKILL);
     pool_test_assert_killed(pid, "the process between its bin and the caller");
     pool_reap_report_t r;
     size_t leaked = reap(pid, &r);
     ck_assert_msg(leaked == 0, "%s: the reap counted %zu bytes as leaked",
-                  _i == 0 ? "a pop" : "a free", leaked);
+                  b.pop ? "a pop" : "a free", leaked);
     ck_assert_uint_ge(r.live, SMALL_A);
     pool_test_assert_settled(0);
-    close(ready[0]);
+    close(b.ready[0]);
 }
 END_TEST
 
