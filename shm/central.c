@@ -4,8 +4,9 @@
  * A span of a class is owned by at most one thread cache (its slot, in
  * span->holder), and only that cache's fetches take objects from it, so no
  * two threads' or processes' live objects share a span.  A fetch takes from
- * the spans its cache owns, else takes over the head of the class's list
- * of spans no one owns that have free objects (or a fresh span); the owner
+ * the spans its cache owns, else takes over one of the class's list of
+ * spans no one owns that have free objects (or a fresh span), the lowest
+ * in the arena either way; the owner
  * gives a span up when its own release brings every object back, or when
  * it leaves (pool_central_disown_, or its reap).  The lists (the class's,
  * and each owner's of spans with and without free objects, pool_own_t)
@@ -186,6 +187,24 @@ static void uncount(pool_arena_t *a, unsigned cls, pool_journal_sh_t *j, uint32_
     }
 }
 
+/* The span of the list at head that a fetch takes from: the lowest in the
+ * arena of its first POOL_LOW_SCAN, so that a cache's objects gather at
+ * the bottom of the heap, where the page heap puts small spans, and the
+ * spans a burst added above drain and go back.  The head alone is the
+ * span a release relisted last: a worker that took spans in a burst kept
+ * one of them per class for good, scattered over the pages the burst
+ * used, each holding a page of descriptors and one of owner tags besides
+ * its own.  POOL_NIL for an empty list.  REQUIRES: class lock. */
+static uint32_t lowest(const pool_arena_t *a, uint32_t head)
+{
+    uint32_t best = head;
+    unsigned k = 0;
+    for (uint32_t i = head; i != POOL_NIL && k < POOL_LOW_SCAN; i = a->spans[i].next, k++)
+        if (i < best)
+            best = i;
+    return best;
+}
+
 void pool_central_add_span_locked_(pool_arena_t *a, unsigned cls, uint32_t idx)
 {
     pool_central_sh_t *c = &a->central[cls];
@@ -214,9 +233,9 @@ uint32_t pool_central_fetch_(pool_arena_t *a, unsigned cls, uint32_t n, pool_tca
         /* What was taken so far is tagged: if we die after a commit, a
          * reap gives it back. */
         pool_journal_step_(j);
-        uint32_t idx = *own;
+        uint32_t idx = lowest(a, *own);
         if (idx == POOL_NIL)
-            idx = c->head;
+            idx = lowest(a, c->head);
         if (idx == POOL_NIL) {
             /* Never hold a class lock while taking the page-heap lock. */
             pool_journal_commit_(j);

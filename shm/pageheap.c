@@ -147,8 +147,38 @@ static unsigned mapped_rank(const pool_span_sh_t *s, uint16_t tag)
     return s->owner == tag ? MAPPED_OWN : MAPPED_OTHER;
 }
 
-/* Best-fitting free span for the request, or POOL_NIL; *rank says whose
- * pages it holds (MAPPED_OWN for a request that does not rank).  Among
+/* A short request's free span: the lowest in the arena of the first
+ * POOL_LOW_SCAN that hold npages, from the list of that length up and the
+ * long spans' list last, split from its low end; POOL_NIL when none does.
+ * Small spans so gather at the bottom of the heap, and the pages a burst
+ * took above them come free in runs that coalesce and go back whole with
+ * their descriptors and tags.  The shortest list's head instead (best
+ * fit, the span freed last) put a burst's spans wherever its big blocks
+ * had been, and those a worker kept after it held a page of descriptors
+ * and one of tags each, between free spans whose first descriptors stayed
+ * resident too. */
+static uint32_t lowest_fit(const pool_arena_t *a, uint32_t npages)
+{
+    const pool_pageheap_sh_t *ph = a->ph;
+    uint32_t best = POOL_NIL;
+    unsigned seen = 0;
+    for (unsigned l = npages; l <= POOL_FREE_LISTS && seen < POOL_LOW_SCAN; l++) {
+        unsigned k = l % POOL_FREE_LISTS;
+        if (k != 0 && (ph->nonempty[k / 64] >> (k % 64)) == 0) {
+            l |= 63; /* the rest of the word is empty */
+            continue;
+        }
+        for (uint32_t i = ph->heads[k]; i != POOL_NIL && seen < POOL_LOW_SCAN;
+             i = a->spans[i].next, seen++)
+            if (i < best)
+                best = i;
+    }
+    return best;
+}
+
+/* The free span for the request, or POOL_NIL: a short one's lowest_fit,
+ * else the best fit; *rank says whose pages it holds (MAPPED_OWN for a
+ * request that does not rank).  Among
  * the long spans (list 0: big blocks of a megabyte and more) the best fit
  * of each rank is kept and the best rank wins: two processes taking and
  * freeing large blocks in turn would otherwise fault each other's pages
@@ -159,6 +189,8 @@ static uint32_t find_free(pool_arena_t *a, uint32_t npages, uint32_t align, uint
     pool_pageheap_sh_t *ph = a->ph;
     unsigned first = npages < POOL_FREE_LISTS ? npages : POOL_FREE_LISTS;
     *rank = MAPPED_OWN;
+    if (npages < POOL_FREE_LISTS && align == 1)
+        return lowest_fit(a, npages);
     for (unsigned l = first; l < POOL_FREE_LISTS; l++) {
         if (!(ph->nonempty[l / 64] & (UINT64_C(1) << (l % 64)))) {
             /* Skip the rest of an empty word at once. */
@@ -166,8 +198,6 @@ static uint32_t find_free(pool_arena_t *a, uint32_t npages, uint32_t align, uint
                 l |= 63;
             continue;
         }
-        if (align == 1)
-            return ph->heads[l];
         for (uint32_t i = ph->heads[l]; i != POOL_NIL; i = a->spans[i].next)
             if (span_fits(a, &a->spans[i], npages, align))
                 return i;
@@ -560,8 +590,8 @@ enum { PLAN_TAKE, PLAN_EXTEND, PLAN_CARVE };
  * fresh pages, while the arena has them; another process's span (which
  * that process would otherwise take again without a fault); the top span,
  * whoever's.  Others (tag POOL_NO_TAG: short requests, and processes
- * without a tag) take the best fit, else carve.  *idx: the span taken or
- * extended. */
+ * without a tag) take what find_free finds, else carve.  *idx: the span
+ * taken or extended. */
 static int plan(pool_arena_t *a, uint32_t npages, uint32_t align, uint16_t tag, uint32_t *idx)
 {
     static const unsigned take_cost[MAPPED_RANKS] = { 0, 2, 5 };

@@ -63,6 +63,11 @@
 /* Objects one release gives back at most (a flush gives a bin back in
  * releases of this many). */
 #define POOL_RELEASE_MAX 256u
+/* Spans a fetch (central.c: lowest) or a short request of the page heap
+ * (pageheap.c: lowest_fit) looks at for the lowest in the arena: the
+ * whole of a class's list while its empty spans fit its 512 KiB budget
+ * in one-page spans. */
+#define POOL_LOW_SCAN 64u
 #define POOL_BITMAP_WORDS (POOL_MAX_OBJECTS / 64)
 
 #define POOL_NIL UINT32_MAX       /* "no span" in index-linked lists */

@@ -67,6 +67,29 @@ START_TEST(test_fetch_across_spans_and_return)
 }
 END_TEST
 
+/* A fetch takes the lowest span on the class's list, not the one a
+ * release put at its head: a cache's objects gather at the bottom of the
+ * heap. */
+START_TEST(test_fetch_takes_the_lowest_span)
+{
+    pool_arena_t *a = &pool_arena_;
+    uint32_t count = pool_classes_[CLS_96].count;
+    void *lo[POOL_FETCH_MAX], *hi[POOL_FETCH_MAX], *obj[POOL_FETCH_MAX];
+    ck_assert_uint_ge(pool_classes_[CLS_96].keep_empty, 2);
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, count, NULL, lo), count);
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, count, NULL, hi), count);
+    uint32_t low = span_of(lo[0]), high = span_of(hi[0]);
+    ck_assert_uint_lt(low, high);
+    pool_central_release_(a, CLS_96, lo, count);
+    pool_central_release_(a, CLS_96, hi, count);
+    ck_assert_uint_eq(a->central[CLS_96].head, high);
+    ck_assert_uint_eq(pool_central_fetch_(a, CLS_96, 4, NULL, obj), 4);
+    ck_assert_uint_eq(span_of(obj[0]), low);
+    pool_central_release_(a, CLS_96, obj, 4);
+    pool_test_assert_consistent();
+}
+END_TEST
+
 /* A class keeps keep_empty wholly free spans; the next one that empties
  * goes to the page heap. */
 START_TEST(test_empty_spans_beyond_budget_go_back)
@@ -431,6 +454,7 @@ Suite *make_central_suite(void)
     tcase_add_checked_fixture(tc, pool_test_create_attach, pool_test_destroy);
     tcase_add_test(tc, test_fetch_batch);
     tcase_add_test(tc, test_fetch_across_spans_and_return);
+    tcase_add_test(tc, test_fetch_takes_the_lowest_span);
     tcase_add_test(tc, test_fetch_completes_cache_lines);
     tcase_add_test(tc, test_fetch_completes_pages);
     tcase_add_test(tc, test_empty_spans_beyond_budget_go_back);

@@ -29,7 +29,7 @@ START_TEST(test_carve_and_split)
     ck_assert_uint_eq(guard, s10 + 10);
     pool_pageheap_free_(a, s10);
     ck_assert_uint_eq(a->ph->free_pages, 10);
-    /* Best fit: 3 pages come from the 10-page span, which splits. */
+    /* 3 pages come from the 10-page span, which splits. */
     uint32_t s3 = take(3);
     ck_assert_uint_eq(s3, s10);
     ck_assert_uint_eq(a->ph->free_pages, 7);
@@ -62,6 +62,33 @@ START_TEST(test_coalesce_both_sides)
     ck_assert_uint_eq(take(12), x);
     pool_pageheap_free_(a, x);
     pool_pageheap_free_(a, guard);
+    pool_test_assert_consistent();
+}
+END_TEST
+
+/* A short request takes the lowest free span that holds it, split from
+ * its low end, not the one freed last nor the best fit: small spans
+ * gather at the bottom of the heap. */
+START_TEST(test_short_requests_take_the_lowest)
+{
+    pool_arena_t *a = &pool_arena_;
+    uint32_t low = take(3), g1 = take(1), one = take(1), g2 = take(1);
+    uint32_t longer = take(200), g3 = take(1);
+    pool_pageheap_free_(a, low);
+    pool_pageheap_free_(a, longer);
+    pool_pageheap_free_(a, one); /* freed last, and an exact fit */
+    ck_assert_uint_eq(take(1), low);
+    ck_assert_uint_eq(take(2), low + 1);
+    ck_assert_uint_eq(take(2), longer); /* the lowest that holds two */
+    ck_assert_uint_eq(take(1), one);
+    pool_test_assert_consistent();
+    pool_pageheap_free_(a, low);
+    pool_pageheap_free_(a, low + 1);
+    pool_pageheap_free_(a, one);
+    pool_pageheap_free_(a, longer);
+    pool_pageheap_free_(a, g1);
+    pool_pageheap_free_(a, g2);
+    pool_pageheap_free_(a, g3);
     pool_test_assert_consistent();
 }
 END_TEST
@@ -490,6 +517,7 @@ Suite *make_pageheap_suite(void)
     tcase_add_checked_fixture(tc, pool_test_create_attach, pool_test_destroy);
     tcase_add_test(tc, test_carve_and_split);
     tcase_add_test(tc, test_coalesce_both_sides);
+    tcase_add_test(tc, test_short_requests_take_the_lowest);
     tcase_add_test(tc, test_long_spans_best_fit);
     tcase_add_test(tc, test_long_requests_keep_to_their_pages);
     tcase_add_test(tc, test_long_block_keeps_free_pages_whole);
