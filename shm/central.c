@@ -197,12 +197,8 @@ static void uncount(pool_arena_t *a, unsigned cls, pool_journal_sh_t *j, uint32_
  * its own.  POOL_NIL for an empty list.  REQUIRES: class lock. */
 static uint32_t lowest(const pool_arena_t *a, uint32_t head)
 {
-    uint32_t best = head;
-    unsigned k = 0;
-    for (uint32_t i = head; i != POOL_NIL && k < POOL_LOW_SCAN; i = a->spans[i].next, k++)
-        if (i < best)
-            best = i;
-    return best;
+    unsigned budget = POOL_LOW_SCAN;
+    return pool_span_list_lowest(a, head, POOL_NIL, &budget);
 }
 
 void pool_central_add_span_locked_(pool_arena_t *a, unsigned cls, uint32_t idx)

@@ -161,17 +161,14 @@ static uint32_t lowest_fit(const pool_arena_t *a, uint32_t npages)
 {
     const pool_pageheap_sh_t *ph = a->ph;
     uint32_t best = POOL_NIL;
-    unsigned seen = 0;
-    for (unsigned l = npages; l <= POOL_FREE_LISTS && seen < POOL_LOW_SCAN; l++) {
+    unsigned budget = POOL_LOW_SCAN;
+    for (unsigned l = npages; l <= POOL_FREE_LISTS && budget > 0; l++) {
         unsigned k = l % POOL_FREE_LISTS;
         if (k != 0 && (ph->nonempty[k / 64] >> (k % 64)) == 0) {
             l |= 63; /* the rest of the word is empty */
             continue;
         }
-        for (uint32_t i = ph->heads[k]; i != POOL_NIL && seen < POOL_LOW_SCAN;
-             i = a->spans[i].next, seen++)
-            if (i < best)
-                best = i;
+        best = pool_span_list_lowest(a, ph->heads[k], best, &budget);
     }
     return best;
 }
@@ -187,10 +184,10 @@ static uint32_t find_free(pool_arena_t *a, uint32_t npages, uint32_t align, uint
                           unsigned *rank)
 {
     pool_pageheap_sh_t *ph = a->ph;
-    unsigned first = npages < POOL_FREE_LISTS ? npages : POOL_FREE_LISTS;
     *rank = MAPPED_OWN;
     if (npages < POOL_FREE_LISTS && align == 1)
         return lowest_fit(a, npages);
+    unsigned first = npages < POOL_FREE_LISTS ? npages : POOL_FREE_LISTS;
     for (unsigned l = first; l < POOL_FREE_LISTS; l++) {
         if (!(ph->nonempty[l / 64] & (UINT64_C(1) << (l % 64)))) {
             /* Skip the rest of an empty word at once. */

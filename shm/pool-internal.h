@@ -245,6 +245,17 @@ static inline pool_span_sh_t *pool_span_next(const pool_arena_t *a, pool_span_wa
     w->next = p + s->npages;
     return s;
 }
+/* The lowest in the arena of best and of the spans of the index-linked
+ * list at head, as far as *budget reaches, which it counts down (the
+ * fetch's and the page heap's scans for the lowest span, POOL_LOW_SCAN). */
+static inline uint32_t pool_span_list_lowest(const pool_arena_t *a, uint32_t head, uint32_t best,
+                                             unsigned *budget)
+{
+    for (uint32_t i = head; i != POOL_NIL && *budget > 0; i = a->spans[i].next, --*budget)
+        if (i < best)
+            best = i;
+    return best;
+}
 /* The span's memory and length in bytes. */
 /* The thread cache of slot s of arena a. */
 static inline pool_tcache_sh_t *pool_slot_tcache(const pool_arena_t *a, const pool_slot_sh_t *s)
