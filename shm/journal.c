@@ -53,11 +53,17 @@ void pool_journal_step_(pool_journal_sh_t *j)
     }
 }
 
-void pool_journal_overflow_(pool_journal_sh_t *j)
+void pool_journal_overflow_(const pool_journal_sh_t *j)
 {
     pool_fatal_("%s operation %lu logged more than %u entries in one step",
                 pool_op_name_(j->op), (unsigned long)j->gen, (unsigned)POOL_JOURNAL_MAX);
 }
+
+_Static_assert(sizeof(pool_journal_sh_t) == 6 * 64 &&
+                   sizeof(pool_journal_more_sh_t) == sizeof(pool_journal_sh_t),
+               "a journal and each block of its room are six lines");
+_Static_assert(POOL_JOURNAL_HEAD + POOL_JOURNAL_BLOCKS * POOL_JOURNAL_MORE >= POOL_JOURNAL_MAX,
+               "the blocks hold the rest of the room");
 
 /* The descriptor's fields, as whole words: everything before the bitmap. */
 #define SPAN_FIELD_WORDS (offsetof(pool_span_sh_t, bitmap) / sizeof(uint64_t))
@@ -89,7 +95,7 @@ static bool rollback(pool_arena_t *a, const pool_journal_sh_t *j)
     bool ok = true;
     uint32_t n = j->n < POOL_JOURNAL_MAX ? j->n : POOL_JOURNAL_MAX;
     for (uint32_t i = n; i-- > 0;) {
-        const pool_undo_sh_t *u = &j->undo[i];
+        const pool_undo_sh_t *u = pool_journal_entry_(j, i);
         uintptr_t addr = (uintptr_t)(u->where >> 4);
         unsigned size = (unsigned)(u->where & 15);
         if (!entry_valid(a, addr, size)) {

@@ -502,7 +502,22 @@ bool pool_journal_undo_(pool_arena_t *a, pool_journal_sh_t *j);
 /* Name of operation op ("fetch", "page-alloc", ...). */
 const char *pool_op_name_(uint32_t op);
 /* Abort: a step logged more entries than its bound. */
-void pool_journal_overflow_(pool_journal_sh_t *j) __attribute__((noreturn, cold));
+void pool_journal_overflow_(const pool_journal_sh_t *j) __attribute__((noreturn, cold));
+/* Entry i of journal j: in the journal, or from POOL_JOURNAL_HEAD on in
+ * its blocks, found from the journal's own address (pool_journal_more_sh_t),
+ * so that a save loads nothing more and keeps its caller's registers as
+ * when the whole room was in the journal.  Aborts past the room. */
+static inline pool_undo_sh_t *pool_journal_entry_(const pool_journal_sh_t *j, uint32_t i)
+{
+    if (pool_likely(i < POOL_JOURNAL_HEAD))
+        return (pool_undo_sh_t *)&j->undo[i];
+    if (pool_unlikely(i >= POOL_JOURNAL_MAX))
+        pool_journal_overflow_(j);
+    i -= POOL_JOURNAL_HEAD;
+    uintptr_t block = (uintptr_t)j + (1 + i / POOL_JOURNAL_MORE) * (uintptr_t)(1 + POOL_NCLASSES) *
+                                         sizeof(pool_journal_sh_t);
+    return &((pool_journal_more_sh_t *)block)->undo[i % POOL_JOURNAL_MORE];
+}
 
 /* Save the size bytes at addr before they are written.  The entry is
  * complete before the count covers it, and the count before the caller's
@@ -515,10 +530,8 @@ static inline void pool_journal_save_(pool_journal_sh_t *j, void *addr, uint32_t
     if (j == NULL)
         return;
     uint32_t n = j->n;
-    if (pool_unlikely(n >= POOL_JOURNAL_MAX))
-        pool_journal_overflow_(j);
+    pool_undo_sh_t *u = pool_journal_entry_(j, n);
     POOL_CRASH_STEP(j->op);
-    pool_undo_sh_t *u = &j->undo[n];
     u->where = (uint64_t)(uintptr_t)addr << 4 | size;
     switch (size) {
     case 1:

@@ -89,7 +89,7 @@
 #define POOL_MAGIC UINT64_C(0x6c6f6f706d687373) /* "sshmpool" little-endian */
 /* Bumped whenever a shared structure changes shape.  Debug and spin builds
  * change the span and lock layouts, so they are folded into the version. */
-#define POOL_LAYOUT_VERSION 19u
+#define POOL_LAYOUT_VERSION 20u
 
 /* ------------------------------------------------------------------------ */
 /* Locks                                                                     */
@@ -133,34 +133,54 @@ typedef struct pool_undo_sh_s {
  * than POOL_JOURNAL_MAX entries, and a loop that takes many steps commits
  * and begins again between two of them, so an operation of any length
  * fits: each step is consistent on its own.  Every build checks the bound
- * on every save.  The room is one step's and no more: a reap or a burst
- * runs every class's journal to its end, and the journals' pages stay
- * resident for good: 97 journals take 152 KiB, where room for a few steps
- * each would take 394.  Rebuilds never journal: they rewrite a
- * whole tier from the truth. */
+ * on every save.  The room is one step's and no more: a journal's pages
+ * stay resident once written, and room for a few steps each would take
+ * 394 KiB where 97 journals of one step's room take 152.  Rebuilds never
+ * journal: they rewrite a whole tier from the truth. */
 #define POOL_JOURNAL_MAX 96
+/* Entries a journal keeps in its own six lines; the rest of its room is
+ * in blocks of six lines (pool_journal_more_sh_t) of POOL_JOURNAL_MORE
+ * entries, block b of every journal in an array of their own, the b-th
+ * after the journals: (1 + b) * (1 + POOL_NCLASSES) journals' lengths on
+ * from the journal.  A step of a fetch or a release of one-page spans
+ * logs 12 or 13 entries, of the page heap 6, of a class of multi-page
+ * spans up to about 21, so the journals of a server's busy classes share
+ * a few pages: when each journal held its whole room, each busy class's
+ * took a page of its own (56 KiB of journals in a poold of 4 workers
+ * under light load, and after its bursts; 24 and 32 with the rest of the
+ * room apart). */
+#define POOL_JOURNAL_HEAD 22
+#define POOL_JOURNAL_MORE 24
+#define POOL_JOURNAL_BLOCKS \
+    ((POOL_JOURNAL_MAX - POOL_JOURNAL_HEAD + POOL_JOURNAL_MORE - 1) / POOL_JOURNAL_MORE)
 
 /* The journal of one lock.  The holder begins an operation, saves every
  * metadata word before it writes it, and commits by setting op back to
  * NONE.  A process that gets EOWNERDEAD rolls the entries back in reverse
  * order: exactly the dead owner's unfinished operation is undone.  Rolling
  * back twice restores the same values, so a recoverer that dies is simply
- * recovered again. */
+ * recovered again.  Entry i is undo[i] below POOL_JOURNAL_HEAD, then in
+ * the blocks (pool_journal_entry_). */
 typedef struct pool_journal_sh_s {
     uint64_t gen;       /* operations begun under this lock */
     uint32_t op;        /* pool_op_t in progress, POOL_OP_NONE when committed */
     uint32_t n;         /* undo entries in use */
     uint64_t rolled_back; /* operations undone after a dead owner */
-    pool_undo_sh_t undo[POOL_JOURNAL_MAX];
+    pool_undo_sh_t undo[POOL_JOURNAL_HEAD];
 } __attribute__((aligned(64))) pool_journal_sh_t;
+
+/* A further block of a journal's room, the size of a journal. */
+typedef struct pool_journal_more_sh_s {
+    pool_undo_sh_t undo[POOL_JOURNAL_MORE];
+} __attribute__((aligned(64))) pool_journal_more_sh_t;
 
 /* Who holds one lock and since when, for a watchdog to find a lock held too
  * long: written after the lock is taken and cleared before it is given
  * back.  Apart from the journals, which a lock's holder alone writes:
  * whoever watches reads every lock's, and a read puts the page it is on in
- * memory for good, so the watch of every lock fits in a few pages where
- * the journals' first lines would take one page each.  A line each, as
- * every acquisition writes it. */
+ * memory for good, so the watch of every lock fits in two pages where
+ * the journals' heads take ten.  A line each, as every acquisition writes
+ * it. */
 typedef struct pool_lockwatch_sh_s {
     int32_t xholder;    /* pid holding the lock, 0 when free (atomic) */
     int32_t xcpu;       /* CPU the holder (when free: the last) took it on (atomic) */

@@ -125,6 +125,28 @@ START_TEST(test_undo_stops_at_the_last_step)
 }
 END_TEST
 
+/* A step longer than a journal's head goes on in its blocks, and an undo
+ * reads both, newest first: the word ends as it was before the step. */
+START_TEST(test_undo_reads_the_blocks)
+{
+    set_words(0x5a5a, 0, 0, 0);
+    pool_journal_begin_(j, POOL_OP_RELEASE);
+    for (unsigned i = 1; i <= POOL_JOURNAL_MAX; i++)
+        POOL_JSET(j, *w.w8, i);
+    ck_assert_uint_eq(*w.w8, POOL_JOURNAL_MAX);
+    /* The first and last entries past the head, in the first and last
+     * of this journal's blocks: block b lies (1 + b) times the journals'
+     * count of journal lengths on. */
+    const pool_journal_more_sh_t *more = (const pool_journal_more_sh_t *)(const void *)j;
+    const size_t stride = 1 + POOL_NCLASSES, last = POOL_JOURNAL_MAX - 1 - POOL_JOURNAL_HEAD;
+    ck_assert_uint_eq(more[stride].undo[0].old, POOL_JOURNAL_HEAD);
+    ck_assert_uint_eq(more[stride * (1 + last / POOL_JOURNAL_MORE)].undo[last % POOL_JOURNAL_MORE].old,
+                      POOL_JOURNAL_MAX - 1);
+    ck_assert(pool_journal_undo_(&pool_arena_, j));
+    assert_words(0x5a5a, 0, 0, 0);
+}
+END_TEST
+
 /* An entry that names no metadata word of the arena -- a data block, a
  * misaligned word, a size no store has -- is skipped and reported; the
  * others are still restored. */
@@ -205,6 +227,7 @@ Suite *make_journal_suite(void)
     tcase_add_test(tc, test_undo_restores_newest_first);
     tcase_add_test(tc, test_committed_is_kept);
     tcase_add_test(tc, test_undo_stops_at_the_last_step);
+    tcase_add_test(tc, test_undo_reads_the_blocks);
     tcase_add_test(tc, test_undo_refuses_foreign_entries);
     tcase_add_test(tc, test_undo_twice_same_state);
     tcase_add_test_raise_signal(tc, test_step_past_the_room_aborts, SIGABRT);

@@ -80,6 +80,35 @@ static void supervise(pid_t dead)
     ck_assert_uint_eq(r.leaked, 0);
 }
 
+/* A holder killed in a step longer than a journal's head: the undo reads
+ * the rest of the step from the journal's blocks, newest first.  w[1] is
+ * first saved past the head, so it is restored only from a block. */
+START_TEST(test_death_past_the_journals_head)
+{
+    pool_arena_t *a = &pool_arena_;
+    const unsigned cls = 5, first_b = POOL_JOURNAL_HEAD + 8;
+    uint64_t *w = (uint64_t *)(void *)&a->spans[a->npages - 1];
+    w[0] = 0x5eed;
+    w[1] = 0xb0b;
+    pid_t pid = fork_attached();
+    if (pid == 0) {
+        pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
+        pool_lock_(a, &a->central[cls].lock, POOL_LOCK_CENTRAL, cls);
+        pool_journal_begin_(j, POOL_OP_FETCH);
+        for (uint64_t i = 0; i < POOL_JOURNAL_MAX; i++)
+            POOL_JSET(j, w[i < first_b ? 0 : 1], i);
+        raise(SIGKILL);
+        _exit(2);
+    }
+    pool_test_assert_killed(pid, "the dying holder");
+    ck_assert_uint_eq(w[1], POOL_JOURNAL_MAX - 1);
+    supervise(pid);
+    ck_assert_uint_eq(w[0], 0x5eed);
+    ck_assert_uint_eq(w[1], 0xb0b);
+    pool_test_assert_consistent();
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* Page heap                                                                 */
 /* ------------------------------------------------------------------------ */
@@ -377,6 +406,7 @@ Suite *make_recovery_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_pageheap_death_between_operations);
     tcase_add_test(tc, test_pageheap_recovered_by_next_locker);
+    tcase_add_test(tc, test_death_past_the_journals_head);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("central");
