@@ -347,21 +347,23 @@ int pool_posix_memalign(void **out, size_t align, size_t size)
     return 0;
 }
 
-size_t pool_usable_size(const void *p)
+size_t pool_usable_size_slow_(const void *p)
 {
     if (p == NULL)
         return 0;
     if (!pool_in_arena(p))
         return pool_prim_private_usable_((void *)p);
     pool_arena_t *a = &pool_arena_;
-    unsigned cls = a->pm_class[((uintptr_t)p - a->data) >> POOL_PAGE_SHIFT];
-    if (cls != 0)
-        return pool_classes_[cls].size;
     pool_span_sh_t *s = pool_pagemap_span_(a, p);
     if (s == NULL || s->state != POOL_SPAN_BIG)
         return 0;
     uintptr_t into = (uintptr_t)p - (uintptr_t)pool_span_addr(a, s);
     return ((size_t)s->npages << POOL_PAGE_SHIFT) - into;
+}
+
+size_t pool_usable_size(const void *p)
+{
+    return pool_usable_size_fast(p);
 }
 
 void *pool_realloc(void *p, size_t size)
@@ -375,7 +377,7 @@ void *pool_realloc(void *p, size_t size)
     bool in_arena = pool_in_arena(p);
     if (!in_arena && pool_proc_state_ != POOL_PROC_ATTACHED)
         return pool_prim_private_realloc_(p, size);
-    size_t old = pool_usable_size(p);
+    size_t old = pool_usable_size_fast(p);
     /* Keep the block when it still fits without wasting more than half. */
     if (in_arena && pool_proc_state_ != POOL_PROC_FORKED && size <= old && size > old / 2)
         return p;

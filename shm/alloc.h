@@ -13,6 +13,7 @@
 POOL_NOINLINE void *pool_malloc_slow_(size_t size);
 POOL_NOINLINE void pool_free_slow_(void *p);
 POOL_NOINLINE void pool_free_slow_unroom_(void *p);
+POOL_NOINLINE size_t pool_usable_size_slow_(const void *p);
 
 /* Debug builds: entering the pool from inside it is a bug (a hook that
  * allocates, a signal handler that mallocs) that would corrupt a bin.
@@ -95,6 +96,22 @@ static inline void pool_free_fast(void *p)
     pool_list_link(tc, &tc->heads[cls], p);
     if (pool_config_stats)
         tc->stats[cls].frees++;
+}
+
+/* malloc_usable_size's fast path: the size of the class of p's page, from
+ * the arena's page map.  NULL and private pointers fail the range test,
+ * and a page of a big span has class 0: both take the slow path, so that
+ * a small object's answer takes no frame (Redis asks at every allocation
+ * and free to count its memory). */
+static inline size_t pool_usable_size_fast(const void *p)
+{
+    uintptr_t off = (uintptr_t)p - pool_arena_.data;
+    if (pool_likely(off < pool_arena_.data_size)) {
+        unsigned cls = pool_arena_.pm_class[off >> POOL_PAGE_SHIFT];
+        if (pool_likely(cls != 0))
+            return pool_classes_[cls].size;
+    }
+    return pool_usable_size_slow_(p);
 }
 
 #endif /* POOL_ALLOC_H */

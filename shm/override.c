@@ -101,7 +101,7 @@ POOL_EXPORT void *pvalloc(size_t size)
 
 POOL_EXPORT size_t malloc_usable_size(void *p)
 {
-    return pool_usable_size(p);
+    return pool_usable_size_fast(p);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -198,7 +198,7 @@ POOL_EXPORT size_t nallocx(size_t size, int flags)
 POOL_EXPORT void *rallocx(void *p, size_t size, int flags)
 {
     size_t align = allocx_align(flags);
-    size_t old = pool_usable_size(p);
+    size_t old = pool_usable_size_fast(p);
     void *q;
     if (align <= 16) {
         size_t n = good_size(size, align);
@@ -217,7 +217,7 @@ POOL_EXPORT void *rallocx(void *p, size_t size, int flags)
         }
     }
     if (q != NULL && (flags & ALLOCX_ZERO) != 0) {
-        size_t now = pool_usable_size(q);
+        size_t now = pool_usable_size_fast(q);
         if (now > old)
             memset((char *)q + old, 0, now - old);
     }
@@ -227,12 +227,12 @@ POOL_EXPORT void *rallocx(void *p, size_t size, int flags)
 /* No block grows in place here: the size it has is the answer. */
 POOL_EXPORT size_t xallocx(void *p, size_t size, size_t extra, int flags)
 {
-    return pool_usable_size(p);
+    return pool_usable_size_fast(p);
 }
 
 POOL_EXPORT size_t sallocx(const void *p, int flags)
 {
-    return pool_usable_size(p);
+    return pool_usable_size_fast(p);
 }
 
 POOL_EXPORT void dallocx(void *p, int flags)

@@ -242,6 +242,36 @@ START_TEST(test_cache_class_table)
 }
 END_TEST
 
+/* The usable size of every kind of pointer: 0 for NULL, the size of the
+ * class whose span holds an object, the rest of the span from a pointer
+ * into a big one, and the private heap's answer for a block of it. */
+START_TEST(test_usable_size_of_every_kind)
+{
+    ck_assert_uint_eq(pool_usable_size(NULL), 0);
+    /* A light class's first objects are its lender's (a larger class). */
+    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
+        size_t n = pool_classes_[cls].size, u;
+        void *p = pool_malloc(n);
+        u = pool_usable_size(p);
+        ck_assert_uint_ge(u, n);
+        ck_assert_uint_eq(pool_classes_[pool_sizeclass_of(u)].size, u);
+        pool_free(p);
+    }
+    const size_t big = 2 * POOL_MAX_SMALL + 1;
+    char *b = pool_malloc(big);
+    size_t whole = pool_usable_size(b);
+    ck_assert_uint_ge(whole, big);
+    ck_assert_uint_eq(whole % POOL_PAGE_SIZE, 0);
+    ck_assert_uint_eq(pool_usable_size(b + 100), whole - 100);
+    pool_free(b);
+    void *q = pool_prim_private_malloc_(40);
+    ck_assert_ptr_nonnull(q);
+    ck_assert(!pool_in_arena(q));
+    ck_assert_uint_ge(pool_usable_size(q), 40);
+    pool_prim_private_free_(q);
+}
+END_TEST
+
 /* A thread's first objects of a class up to 1 KiB come from the class of
  * the next power of two (at least 128 bytes), 4 KiB of it per class: an
  * idle process's few objects of many classes share a few spans instead
@@ -826,6 +856,7 @@ Suite *make_tcache_suite(void)
     TCase *tc = tcase_create("bins");
     tcase_add_checked_fixture(tc, pool_test_create_attach, pool_test_destroy);
     tcase_add_test(tc, test_slow_start);
+    tcase_add_test(tc, test_usable_size_of_every_kind);
     tcase_add_test(tc, test_scavenge_halves_bins);
     tcase_add_test(tc, test_scavenge_halves_batch);
     tcase_add_test(tc, test_watermark_releases_a_batch);
