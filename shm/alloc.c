@@ -230,7 +230,7 @@ static POOL_NOINLINE void free_uncached(pool_arena_t *a, unsigned cls, void *p)
 static void free_shared(void *p)
 {
     pool_arena_t *a = &pool_arena_;
-    unsigned cls = a->pm_class[((uintptr_t)p - a->data) >> POOL_PAGE_SHIFT];
+    unsigned cls = pool_arena_class_(p);
     pool_tcache_sh_t *tc = pool_tls_tcache_;
     if (cls == 0 || tc == &pool_empty_tcache_) {
         free_uncached(a, cls, p);

@@ -105,9 +105,8 @@ static inline void pool_free_fast(void *p)
  * and free to count its memory). */
 static inline size_t pool_usable_size_fast(const void *p)
 {
-    uintptr_t off = (uintptr_t)p - pool_arena_.data;
-    if (pool_likely(off < pool_arena_.data_size)) {
-        unsigned cls = pool_arena_.pm_class[off >> POOL_PAGE_SHIFT];
+    if (pool_likely(pool_in_arena(p))) {
+        unsigned cls = pool_arena_class_(p);
         if (pool_likely(cls != 0))
             return pool_classes_[cls].size;
     }

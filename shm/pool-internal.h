@@ -613,6 +613,13 @@ static inline bool pool_in_arena(const void *p)
     return (uintptr_t)p - pool_arena_.data < pool_arena_.data_size;
 }
 
+/* The class byte of the page p lies in: 0 for a page of a big span or a
+ * free one.  REQUIRES: pool_in_arena(p). */
+static inline unsigned pool_arena_class_(const void *p)
+{
+    return pool_arena_.pm_class[((uintptr_t)p - pool_arena_.data) >> POOL_PAGE_SHIFT];
+}
+
 /* ------------------------------------------------------------------------ */
 /* proc.c                                                                    */
 /* ------------------------------------------------------------------------ */
