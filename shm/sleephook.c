@@ -31,6 +31,16 @@
  * library cannot tell that sleep from the thread's own, so a program
  * must not sleep that long in a handler (nor may it call malloc there).
  *
+ * accept() and accept4() on a blocking listening socket without a receive
+ * timeout are a sleep too: an idle Apache prefork child blocks in accept.
+ * When the thread has something to give back and no connection is waiting,
+ * the library waits for one in slices on an epoll instance of its own that
+ * watches the socket with EPOLLEXCLUSIVE, so that a connection still wakes
+ * one waiter, as accept does, and not every child; then it calls the C
+ * library's.  A signal that ends a slice's wait is the caller's EINTR
+ * unless every handler the process has set restarts calls (SA_RESTART),
+ * as the kernel would have restarted the accept.
+ *
  * Only libshmpool.so links this file, as waithook.c.
  */
 #include "pool-internal.h"
@@ -40,8 +50,11 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <fcntl.h>
 #include <sys/select.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "prim/prim.h"
 
@@ -62,6 +75,8 @@ typedef int (*pselect_fn_t)(int, fd_set *, fd_set *, fd_set *, const struct time
 typedef int (*epoll_wait_fn_t)(int, struct epoll_event *, int, int);
 typedef int (*poll_fn_t)(struct pollfd *, nfds_t, int);
 typedef int (*select_fn_t)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+typedef int (*accept_fn_t)(int, struct sockaddr *, socklen_t *);
+typedef int (*accept4_fn_t)(int, struct sockaddr *, socklen_t *, int);
 
 static epoll_wait_fn_t libc_epoll_wait_;
 static epoll_pwait_fn_t libc_epoll_pwait_;
@@ -69,6 +84,8 @@ static poll_fn_t libc_poll_;
 static ppoll_fn_t libc_ppoll_;
 static select_fn_t libc_select_;
 static pselect_fn_t libc_pselect_;
+static accept_fn_t libc_accept_;
+static accept4_fn_t libc_accept4_;
 
 /* Looked up when the library is loaded, or at the first sleep if another
  * library's constructor sleeps before that. */
@@ -82,6 +99,8 @@ __attribute__((constructor)) static void find_libc_sleeps(void)
     libc_ppoll_ = (ppoll_fn_t)pool_prim_next_symbol_("ppoll");
     libc_select_ = (select_fn_t)pool_prim_next_symbol_("select");
     libc_pselect_ = (pselect_fn_t)pool_prim_next_symbol_("pselect");
+    libc_accept_ = (accept_fn_t)pool_prim_next_symbol_("accept");
+    libc_accept4_ = (accept4_fn_t)pool_prim_next_symbol_("accept4");
 }
 
 static __thread bool slicing __attribute__((tls_model("initial-exec")));
@@ -285,4 +304,80 @@ POOL_EXPORT int select(int n, fd_set *r, fd_set *wr, fd_set *e, struct timeval *
         errno = saved;
     }
     return rc;
+}
+
+/* Whether every handler the process has set restarts the calls it
+ * interrupts. */
+static bool all_handlers_restart(void)
+{
+    for (int sig = 1; sig < NSIG; sig++) {
+        struct sigaction sa;
+        if (sigaction(sig, NULL, &sa) != 0)
+            continue;
+        bool handled = (sa.sa_flags & SA_SIGINFO) ? sa.sa_sigaction != NULL
+                                                  : sa.sa_handler != SIG_DFL &&
+                                                        sa.sa_handler != SIG_IGN;
+        if (handled && !(sa.sa_flags & SA_RESTART))
+            return false;
+    }
+    return true;
+}
+
+/* Before an accept on fd: while the thread has something to give back,
+ * wait for a connection in slices (above).  Returns false, errno EINTR,
+ * for a signal the caller must see; true when the accept is to be made. */
+static bool accept_sliced(int fd)
+{
+    if (slicing || !pool_sleep_due_())
+        return true;
+    int saved = errno;
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+    int fl;
+    struct timeval tv;
+    socklen_t tvlen = sizeof tv;
+    /* A socket that would not block (an event loop's, asked first), a
+     * connection waiting, or a socket with a timeout of its own (which the
+     * accept must keep): the accept now. */
+    if ((fl = fcntl(fd, F_GETFL)) < 0 || (fl & O_NONBLOCK) || libc_poll_(&p, 1, 0) != 0 ||
+        getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &tvlen) != 0 || tv.tv_sec != 0 ||
+        tv.tv_usec != 0) {
+        errno = saved;
+        return true;
+    }
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event ev = { .events = EPOLLIN | EPOLLEXCLUSIVE };
+    if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        if (ep >= 0)
+            close(ep);
+        errno = saved;
+        return true;
+    }
+    int rc = 0;
+    slicing = true;
+    for (unsigned k = 0; k < POOL_SLEEP_SLICES; k++) {
+        rc = libc_epoll_pwait_(ep, &ev, 1, to_ms((int64_t)POOL_SLEEP_SLICE_NS), NULL);
+        if (rc != 0 || !pool_sleep_drain_())
+            break;
+    }
+    slicing = false;
+    int why = errno;
+    close(ep);
+    if (rc < 0 && why == EINTR && !all_handlers_restart()) {
+        errno = EINTR;
+        return false;
+    }
+    errno = saved;
+    return true;
+}
+
+POOL_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+    find_libc_sleeps();
+    return accept_sliced(fd) ? libc_accept_(fd, addr, len) : -1;
+}
+
+POOL_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+    find_libc_sleeps();
+    return accept_sliced(fd) ? libc_accept4_(fd, addr, len, flags) : -1;
 }

@@ -34,6 +34,8 @@ tests_check_pool_LDADD = shm/libshmpool_core.la $(CHECK_LIBS)
 #   giveback.sh           a quiet preloaded worker gives back what a burst
 #                         left, without a call of its own (tests/giveback)
 #   givesleep.sh          so does one asleep in epoll_wait (tests/givesleep)
+#   giveaccept.sh         and one blocked in accept, which then still takes
+#                         a connection (tests/giveaccept)
 #   sleeps.sh             the sleeps the library cuts into slices keep their
 #                         meaning (tests/sleeps)
 #   reapempty.sh          a reaped child's blocks leave the classes' budgets
@@ -41,7 +43,8 @@ tests_check_pool_LDADD = shm/libshmpool_core.la $(CHECK_LIBS)
 #   libdata.sh            a forked child copies no page of the library's
 #                         file data, only of its .bss (tests/libdata)
 #   children.sh           the body of waitstopped.sh, giveback.sh,
-#                         givesleep.sh, reapempty.sh and libdata.sh: a
+#                         givesleep.sh, giveaccept.sh, reapempty.sh and
+#                         libdata.sh: a
 #                         program under SHMPOOL_MODE=children, its verdict
 #   foreign.sh            programs linked to jemalloc, mimalloc, tcmalloc
 #                         (tests/foreign_*, built where configure found the
@@ -50,16 +53,18 @@ tests_check_pool_LDADD = shm/libshmpool_core.la $(CHECK_LIBS)
 # tests/programs/; every program is built as tests/NAME.
 # ---------------------------------------------------------------------------
 check_PROGRAMS += tests/check_override tests/prefork tests/reapretry tests/isolation \
-	tests/waitstopped tests/giveback tests/givesleep tests/sleeps tests/reapempty tests/libdata
+	tests/waitstopped tests/giveback tests/givesleep tests/giveaccept tests/sleeps \
+	tests/reapempty tests/libdata
 TESTS += tests/check_override tests/pool/preload.sh tests/pool/stat.sh tests/pool/statread.sh \
 	tests/pool/reapretry.sh \
 	tests/pool/isolation.sh tests/pool/waitstopped.sh tests/pool/giveback.sh \
-	tests/pool/givesleep.sh tests/pool/sleeps.sh tests/pool/reapempty.sh tests/pool/libdata.sh
+	tests/pool/givesleep.sh tests/pool/giveaccept.sh tests/pool/sleeps.sh \
+	tests/pool/reapempty.sh tests/pool/libdata.sh
 EXTRA_DIST += tests/pool/preload.sh tests/pool/stat.sh tests/pool/statread.sh \
 	tests/pool/reapretry.sh \
 	tests/pool/isolation.sh tests/pool/waitstopped.sh tests/pool/giveback.sh \
-	tests/pool/givesleep.sh tests/pool/sleeps.sh tests/pool/reapempty.sh \
-	tests/pool/libdata.sh tests/pool/children.sh
+	tests/pool/givesleep.sh tests/pool/giveaccept.sh tests/pool/sleeps.sh \
+	tests/pool/reapempty.sh tests/pool/libdata.sh tests/pool/children.sh
 tests_check_pool_SOURCES += tests/pool/check_stress.c tests/pool/check_fork.c tests/programs/pattern.h
 tests_check_pool_SOURCES += tests/pool/check_lifecycle.c
 tests_check_override_SOURCES = tests/pool/check_override.c tests/programs/pattern.h
@@ -103,6 +108,8 @@ tests_giveback_SOURCES = tests/programs/giveback.c tests/programs/preloaded.h
 tests_giveback_CFLAGS = $(TEST_CFLAGS) -fno-builtin
 tests_givesleep_SOURCES = $(tests_giveback_SOURCES)
 tests_givesleep_CFLAGS = $(tests_giveback_CFLAGS) -DGIVEBACK_SLEEP
+tests_giveaccept_SOURCES = $(tests_giveback_SOURCES)
+tests_giveaccept_CFLAGS = $(tests_giveback_CFLAGS) -DGIVEBACK_ACCEPT
 tests_sleeps_SOURCES = tests/programs/sleeps.c tests/programs/preloaded.h
 # -fno-builtin: the compiler must not drop the cache's malloc/free pairs.
 tests_sleeps_CFLAGS = $(TEST_CFLAGS) -fno-builtin

@@ -2,14 +2,19 @@
 /* A preloaded worker gives back what a burst left, without calling the
  * pool: tests/pool/giveback.sh runs it under LD_PRELOAD=libshmpool.so
  * SHMPOOL_MODE=children; built with GIVEBACK_SLEEP as tests/givesleep, for
- * tests/pool/givesleep.sh.
+ * tests/pool/givesleep.sh, and with GIVEBACK_ACCEPT as tests/giveaccept,
+ * for tests/pool/giveaccept.sh.
  *
  * The private master forks a worker, which attaches, allocates and frees
  * a burst of small blocks of ten sizes and of 640 KiB blocks (several
  * MiB in all), then goes on as a quiet server would: a small malloc and
  * free every 100 ms and a 512 KiB buffer every 500 ms, for 20 s; or, with
  * GIVEBACK_SLEEP, as an idle event loop: one epoll_wait() with no timeout
- * and nothing to wait for, no allocation at all.  The
+ * and nothing to wait for, no allocation at all; or, with GIVEBACK_ACCEPT,
+ * as an idle Apache prefork child: accept() on the master's blocking
+ * listening socket, no allocation at all, and once the worker has given
+ * back, the master connects and the worker must answer on the connection
+ * it accepted.  The
  * master reads what the worker maps of the arena (its Rss) before and
  * right after the burst, then every 250 ms until it is back within
  * SLACK of what it was before the burst: it must be within 15 s.  Prints the figures in KiB on one
@@ -21,7 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,8 +36,10 @@
 #include "../../shm/shmpool.h"
 #include "preloaded.h"
 
-#ifdef GIVEBACK_SLEEP
+#if defined GIVEBACK_SLEEP
 #define NAME "givesleep"
+#elif defined GIVEBACK_ACCEPT
+#define NAME "giveaccept"
 #else
 #define NAME "giveback"
 #endif
@@ -105,8 +114,8 @@ static void burst(void)
 }
 
 /* The worker: says it is ready on `say`, bursts once it hears a byte on
- * `hear`, says so, then ticks quietly. */
-static void worker(int say, int hear)
+ * `hear`, says so, then ticks quietly (or sleeps, or accepts on listener). */
+static void worker(int say, int hear, int listener)
 {
     void *probe = malloc(100);
     if (!pool_attached_p() || !pool_owns_p(probe) || write(say, "r", 1) != 1)
@@ -125,7 +134,11 @@ static void worker(int say, int hear)
         _exit(1);
     epoll_wait(ep, &ev, 1, -1);
     _exit(1);
+#elif defined GIVEBACK_ACCEPT
+    int conn = accept(listener, NULL, NULL);
+    _exit(conn >= 0 && write(conn, "a", 1) == 1 ? 0 : 1);
 #endif
+    (void)listener;
     for (long t = 0; t * 100 < QUIET_MS; t++) {
         sleep_ms(100);
         char *p = malloc(100);
@@ -158,10 +171,17 @@ int main(void)
     int up[2], down[2];
     if (usage_p == NULL || pipe(up) != 0 || pipe(down) != 0)
         return fail(0, "no pool_usage, or no pipe");
+    /* The listening socket, blocking, as a prefork master makes it. */
+    struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t sinlen = sizeof sin;
+    int listener = socket(AF_INET, SOCK_STREAM, 0);
+    if (listener < 0 || bind(listener, (struct sockaddr *)&sin, sizeof sin) != 0 ||
+        listen(listener, 8) != 0 || getsockname(listener, (struct sockaddr *)&sin, &sinlen) != 0)
+        return fail(0, "no listening socket on the loopback");
     pid_t pid = fork();
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
-        worker(up[1], down[0]);
+        worker(up[1], down[0], listener);
     }
     char c;
     if (pid < 0 || read(up[0], &c, 1) != 1)
@@ -190,6 +210,20 @@ int main(void)
                  now >> 10, DEADLINE_MS / 1000, (base + SLACK) >> 10);
         return fail(pid, msg);
     }
+#ifdef GIVEBACK_ACCEPT
+    /* The accept it sleeps in still takes a connection. */
+    int conn = socket(AF_INET, SOCK_STREAM, 0);
+    struct timeval tv = { 5, 0 };
+    int status;
+    if (conn < 0 || setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0 ||
+        connect(conn, (struct sockaddr *)&sin, sizeof sin) != 0 || read(conn, &c, 1) != 1 ||
+        c != 'a' || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0)
+        return fail(pid, "the worker's accept did not take the connection after it gave back");
+    close(conn);
+    printf(NAME ": the accept took a connection afterwards\n");
+    return 0;
+#endif
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     return 0;

@@ -12,12 +12,19 @@
  * and its timeval at 0, and with 5 s returns the child's event with its
  * set kept and the time left in its timeval; ppoll() with no timeout
  * returns -1 with EINTR for a signal whose handler has no SA_RESTART, and
- * pselect() the event.  One line "sleeps: ..." and exit 0, or a line on
+ * pselect() the event.  accept() on a blocking listening socket returns
+ * the connection a child makes after 2.5 s, and the cache went back
+ * meanwhile; a signal whose handler has SA_RESTART does not end it, one
+ * whose handler has not does, with EINTR; on a non-blocking socket it
+ * fails with EAGAIN at once, and on one with a receive timeout of 1.2 s
+ * with EAGAIN after it.  One line "sleeps: ..." and exit 0, or a line on
  * stderr naming the first that failed and exit 1.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,6 +32,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -66,6 +74,17 @@ static void send_after(int fd, long ms)
     if (pid == 0) {
         sleep_ms(ms);
         _exit(write(fd, "x", 1) == 1 ? 0 : 1);
+    }
+}
+
+/* A child that connects to sin after ms milliseconds, then exits. */
+static void connect_after(const struct sockaddr_in *sin, long ms)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        sleep_ms(ms);
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        _exit(fd >= 0 && connect(fd, (const struct sockaddr *)sin, sizeof *sin) == 0 ? 0 : 1);
     }
 }
 
@@ -155,9 +174,70 @@ int main(void)
     rc = pselect(fds[0] + 1, &r, NULL, NULL, NULL, NULL);
     if (rc != 1 || !FD_ISSET(fds[0], &r))
         return fail("pselect(no timeout) did not return the event");
+
+    struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t sinlen = sizeof sin;
+    int lst = socket(AF_INET, SOCK_STREAM, 0);
+    if (lst < 0 || bind(lst, (struct sockaddr *)&sin, sizeof sin) != 0 || listen(lst, 8) != 0 ||
+        getsockname(lst, (struct sockaddr *)&sin, &sinlen) != 0)
+        return fail("no listening socket on the loopback");
+    fill_cache();
+    size_t accept_before = cached();
+    connect_after(&sin, 2500);
+    t = now_ms();
+    int conn = accept(lst, NULL, NULL);
+    t = now_ms() - t;
+    size_t accept_after = cached();
+    if (conn < 0 || !within(t, 2400, 3500))
+        return fail("accept() did not return the connection made after 2.5 s");
+    if (accept_after >= accept_before)
+        return fail("accept() slept with the thread cache full");
+    close(conn);
+
+    sa.sa_flags = SA_RESTART;
+    if (sigaction(SIGALRM, &sa, NULL) != 0)
+        return fail("sigaction");
+    fill_cache();
+    connect_after(&sin, 2500);
+    alarm(1);
+    conn = accept4(lst, NULL, NULL, SOCK_CLOEXEC);
+    if (conn < 0)
+        return fail("accept4() ended for a signal whose handler restarts calls");
+    close(conn);
+
+    sa.sa_flags = 0;
+    if (sigaction(SIGALRM, &sa, NULL) != 0)
+        return fail("sigaction");
+    fill_cache();
+    alarm(2);
+    errno = 0;
+    if (accept(lst, NULL, NULL) != -1 || errno != EINTR)
+        return fail("accept() did not return EINTR for SIGALRM");
+
+    int fl = fcntl(lst, F_GETFL);
+    fill_cache();
+    t = now_ms();
+    errno = 0;
+    rc = fl < 0 || fcntl(lst, F_SETFL, fl | O_NONBLOCK) != 0 ? 0 : accept(lst, NULL, NULL);
+    t = now_ms() - t;
+    if (rc != -1 || errno != EAGAIN || t > 500 || fcntl(lst, F_SETFL, fl) != 0)
+        return fail("accept() on a non-blocking socket did not fail with EAGAIN at once");
+
+    tv = (struct timeval){ 1, 200000 };
+    if (setsockopt(lst, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0)
+        return fail("setsockopt(SO_RCVTIMEO)");
+    fill_cache();
+    t = now_ms();
+    errno = 0;
+    rc = accept(lst, NULL, NULL);
+    t = now_ms() - t;
+    if (rc != -1 || errno != EAGAIN || !within(t, 1100, 2100))
+        return fail("accept() with a 1.2 s receive timeout did not fail with EAGAIN after it");
+
     while (wait(NULL) > 0)
         ;
-    printf("sleeps: poll, epoll_wait, select, ppoll, pselect as without the library; "
-           "cached %zu KiB before the poll, %zu after\n", before >> 10, after >> 10);
+    printf("sleeps: poll, epoll_wait, select, ppoll, pselect, accept as without the library; "
+           "cached %zu KiB before the poll, %zu after; %zu before the accept, %zu after\n",
+           before >> 10, after >> 10, accept_before >> 10, accept_after >> 10);
     return 0;
 }
