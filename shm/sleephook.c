@@ -53,6 +53,7 @@
 #include <fcntl.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -344,7 +345,8 @@ static bool accept_sliced(int fd)
         errno = saved;
         return true;
     }
-    int ep = epoll_create1(EPOLL_CLOEXEC);
+    struct stat was;
+    int ep = fstat(fd, &was) == 0 ? epoll_create1(EPOLL_CLOEXEC) : -1;
     struct epoll_event ev = { .events = EPOLLIN | EPOLLEXCLUSIVE };
     if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
         if (ep >= 0)
@@ -357,6 +359,13 @@ static bool accept_sliced(int fd)
     for (unsigned k = 0; k < POOL_SLEEP_SLICES; k++) {
         rc = libc_epoll_pwait_(ep, &ev, 1, to_ms((int64_t)POOL_SLEEP_SLICE_NS), NULL);
         if (rc != 0 || !pool_sleep_drain_())
+            break;
+        /* A handler that ran meanwhile may have closed fd, or put another
+         * file at its number (php-fpm's soft quit does both): the epoll
+         * instance still watches the old socket, so the accept is made now
+         * and fails as the restarted one would. */
+        struct stat is;
+        if (fstat(fd, &is) != 0 || is.st_dev != was.st_dev || is.st_ino != was.st_ino)
             break;
     }
     slicing = false;

@@ -15,9 +15,11 @@
  * pselect() the event.  accept() on a blocking listening socket returns
  * the connection a child makes after 2.5 s, and the cache went back
  * meanwhile; a signal whose handler has SA_RESTART does not end it, one
- * whose handler has not does, with EINTR; on a non-blocking socket it
- * fails with EAGAIN at once, and on one with a receive timeout of 1.2 s
- * with EAGAIN after it.  One line "sleeps: ..." and exit 0, or a line on
+ * whose handler has not does, with EINTR, and one whose handler closes the
+ * socket and puts another at its number (php-fpm's soft quit) makes it
+ * fail as the restarted accept would, with EINVAL; on a non-blocking
+ * socket it fails with EAGAIN at once, and on one with a receive timeout
+ * of 1.2 s with EAGAIN after it.  One line "sleeps: ..." and exit 0, or a line on
  * stderr naming the first that failed and exit 1.
  */
 #include "config.h"
@@ -91,6 +93,19 @@ static void connect_after(const struct sockaddr_in *sin, long ms)
 static void on_alarm(int sig)
 {
     (void)sig;
+}
+
+/* The listening socket a handler replaces. */
+static int listening = -1;
+
+static void on_alarm_replace(int sig)
+{
+    (void)sig;
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd >= 0) {
+        dup2(fd, listening);
+        close(fd);
+    }
 }
 
 static bool within(long ms, long lo, long hi)
@@ -215,6 +230,21 @@ int main(void)
         return fail("accept() did not return EINTR for SIGALRM");
 
     int fl = fcntl(lst, F_GETFL);
+    fill_cache();
+    listening = dup(lst);
+    sa.sa_handler = on_alarm_replace;
+    sa.sa_flags = SA_RESTART;
+    if (listening < 0 || sigaction(SIGALRM, &sa, NULL) != 0)
+        return fail("dup or sigaction");
+    alarm(2);
+    t = now_ms();
+    errno = 0;
+    rc = accept(listening, NULL, NULL);
+    t = now_ms() - t;
+    if (rc != -1 || errno != EINVAL || !within(t, 1500, 3000))
+        return fail("accept() on a socket a handler replaced did not fail with EINVAL");
+    close(listening);
+
     fill_cache();
     t = now_ms();
     errno = 0;
