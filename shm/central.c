@@ -609,16 +609,19 @@ void pool_central_decay_(pool_arena_t *a, unsigned cls, uint16_t tag)
 
 /* Every span tc owns of class cls given up, its own objects in it left
  * live: each settles as one step.  A live owner (pool_central_disown_)
- * forgets them in its page map; a dead one's went with it.  REQUIRES:
- * class lock and an operation begun on j. */
-static void disown_all(pool_arena_t *a, unsigned cls, pool_journal_sh_t *j, pool_tcache_sh_t *tc,
+ * forgets them in its page map; a dead one's went with it.  Returns
+ * whether one of them had an object handed out.  REQUIRES: class lock and
+ * an operation begun on j. */
+static bool disown_all(pool_arena_t *a, unsigned cls, pool_journal_sh_t *j, pool_tcache_sh_t *tc,
                        bool live, uint16_t tag, uint32_t *leaving)
 {
     pool_own_t *own = &tc->own[cls];
     uint32_t *lists[2] = { &own->spans, &own->full };
+    bool held = false;
     for (unsigned l = 0; l < 2; l++) {
         while (*lists[l] != POOL_NIL) {
             uint32_t idx = *lists[l];
+            held |= a->spans[idx].nfree < a->spans[idx].count;
             pool_journal_step_(j);
             POOL_JSET(j, a->spans[idx].holder, 0);
             POOL_CRASH_POINT("central.disown");
@@ -627,24 +630,26 @@ static void disown_all(pool_arena_t *a, unsigned cls, pool_journal_sh_t *j, pool
             settle(a, cls, j, idx, lists[l], tag, leaving);
         }
     }
+    return held;
 }
 
-void pool_central_disown_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc)
+bool pool_central_disown_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc)
 {
     pool_central_sh_t *c = &a->central[cls];
     pool_own_t *own = &tc->own[cls];
     /* Read without the lock: only this thread adds to its lists. */
     if (pool_atomic_load_relaxed(&own->spans) == POOL_NIL &&
         pool_atomic_load_relaxed(&own->full) == POOL_NIL)
-        return;
+        return false;
     pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
     uint32_t leaving = POOL_NIL;
     pool_lock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
     pool_journal_begin_(j, POOL_OP_RELEASE);
-    disown_all(a, cls, j, tc, true, tc->tag, &leaving);
+    bool held = disown_all(a, cls, j, tc, true, tc->tag, &leaving);
     pool_journal_commit_(j);
     pool_unlock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
     send_leaving(a, cls, leaving, false);
+    return held;
 }
 
 void pool_central_disown_dead_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc,

@@ -304,8 +304,9 @@ void pool_central_release_(pool_arena_t *a, unsigned cls, void *const *objs, uin
 void pool_central_decay_(pool_arena_t *a, unsigned cls, uint16_t tag);
 /* Give up every span of class cls that tc, the calling thread's cache,
  * owns: its objects in them stay live, and its page map forgets them.
- * Takes the class lock, then the page-heap lock with it dropped. */
-void pool_central_disown_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc);
+ * Returns whether one of them still had an object handed out.  Takes the
+ * class lock, then the page-heap lock with it dropped. */
+bool pool_central_disown_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc);
 /* The same for the cache of a dead thread, within a reap: spans that
  * leave the class go on *leaving (linked by next), marked LEAVING for
  * `tag`.  REQUIRES: every lock. */

@@ -458,8 +458,13 @@ typedef struct pool_tcache_sh_s {
                                                      * keeps a one-byte displacement */
     uint8_t light[POOL_NCLASSES]; /* per class, the objects its malloc took from its
                                    * light_class (pool_class_t) since the thread took
-                                   * the slot */
+                                   * the slot, or since the flush that gave the budget
+                                   * back (POOL_LIGHT_AGAIN set) */
 } pool_tcache_sh_t;
+
+/* In a light[] count: a flush has given the class its budget back, which
+ * it does once (tcache.c, relight()). */
+#define POOL_LIGHT_AGAIN 0x80u
 
 /* A slot's xstate is POOL_SLOT_FREE or the pid of the process holding it.
  * Whether that process still lives is not read from the pid (pids are

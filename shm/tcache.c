@@ -221,6 +221,23 @@ static bool inbox_push(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls,
     return true;
 }
 
+/* After a flush gave up class cls's spans (held: one of them still had an
+ * object handed out): a thread that has spent its light budget, and whose
+ * spans of the class hold nothing handed out when a flush gives them up,
+ * gets the budget back, once.  A prefork child spends it at its start (an
+ * Apache child's start takes 78 blocks of 16 bytes and frees them), and
+ * the few blocks its first requests keep for good (glibc's timezone state)
+ * would otherwise take a page in each of their classes; these go to the
+ * light class's pages, which the thread uses anyway.  Once only, so that a
+ * thread that keeps what it takes in each quiet spell cannot pile up
+ * light objects, each up to eight times its size: the budget bounds them
+ * at twice the first. */
+static void relight(pool_tcache_sh_t *tc, unsigned cls, bool held)
+{
+    if (!held && tc->light[cls] == pool_classes_[cls].light_max && tc->light[cls] != 0)
+        tc->light[cls] = POOL_LIGHT_AGAIN;
+}
+
 void pool_tcache_flush_(pool_arena_t *a, pool_tcache_sh_t *tc)
 {
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
@@ -229,7 +246,7 @@ void pool_tcache_flush_(pool_arena_t *a, pool_tcache_sh_t *tc)
         tc->own[cls].batch = 1;
         release_chain(a, tc, cls, pool_tcache_list(tc, cls, true));
         inbox_close(a, tc, cls);
-        pool_central_disown_(a, cls, tc);
+        relight(tc, cls, pool_central_disown_(a, cls, tc));
         inbox_reopen(tc, cls);
     }
 }
@@ -373,7 +390,7 @@ void *pool_tcache_alloc_(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
          * rather than take a span (a page) of its own; its lender lends
          * nothing, so this recurses once at most. */
         const pool_class_t *k = &pool_classes_[cls];
-        if (tc->light[cls] < k->light_max) {
+        if ((tc->light[cls] & ~POOL_LIGHT_AGAIN) < k->light_max) {
             tc->light[cls]++;
             return pool_tcache_alloc_(a, tc, k->light_class);
         }

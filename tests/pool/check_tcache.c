@@ -308,6 +308,39 @@ START_TEST(test_light_classes_borrow)
 }
 END_TEST
 
+/* A thread that spent a class's light budget and has freed every object
+ * of the class by a flush gets the budget back, once; a class with an
+ * object of its own still out at the flush does not. */
+START_TEST(test_light_budget_given_back_once)
+{
+    void *p[64];
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < 64; i++)
+            p[i] = pool_malloc(16);
+        ck_assert_uint_eq(pool_usable_size(p[0]), 128);
+        ck_assert_uint_eq(pool_usable_size(p[4096 / 128 - 1]), 128);
+        ck_assert_uint_eq(pool_usable_size(p[4096 / 128]), 16);
+        for (int i = 0; i < 64; i++)
+            pool_free(p[i]);
+        pool_thread_flush();
+    }
+    void *q = pool_malloc(16);
+    ck_assert_uint_eq(pool_usable_size(q), 16);
+    pool_free(q);
+    for (int i = 0; i < 64; i++)
+        p[i] = pool_malloc(48);
+    ck_assert_uint_eq(pool_usable_size(p[63]), 48);
+    for (int i = 0; i < 63; i++)
+        pool_free(p[i]);
+    pool_thread_flush();
+    q = pool_malloc(48);
+    ck_assert_uint_eq(pool_usable_size(q), 48);
+    pool_free(q);
+    pool_free(p[63]);
+    pool_test_assert_consistent();
+}
+END_TEST
+
 START_TEST(test_calloc_and_realloc)
 {
     char *p = pool_malloc(200);
@@ -863,6 +896,7 @@ Suite *make_tcache_suite(void)
     tcase_add_test(tc, test_random_sizes_keep_content);
     tcase_add_test(tc, test_cache_class_table);
     tcase_add_test(tc, test_light_classes_borrow);
+    tcase_add_test(tc, test_light_budget_given_back_once);
     tcase_add_test(tc, test_calloc_and_realloc);
     tcase_add_test(tc, test_thread_exit_returns_slot);
     tcase_add_test(tc, test_thread_exit_destructors_after_ours);

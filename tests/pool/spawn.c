@@ -15,7 +15,7 @@ void test_own_classes(void)
     if (tc == &pool_empty_tcache_)
         abort();
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
-        tc->light[cls] = pool_classes_[cls].light_max;
+        tc->light[cls] = (uint8_t)(pool_classes_[cls].light_max | POOL_LIGHT_AGAIN);
 }
 
 pid_t test_spawn(unsigned alarm_s, bool attach, const char *crash)

@@ -16,8 +16,9 @@
 pid_t test_spawn(unsigned alarm_s, bool attach, const char *crash);
 
 /* The calling thread, attached, past the objects its classes borrow from
- * their light classes: each class's objects come from spans of its own, as
- * a test of one class's bins and spans, or a heap shape, expects. */
+ * their light classes, the budget a flush may give back included: each
+ * class's objects come from spans of its own, as a test of one class's
+ * bins and spans, or a heap shape, expects. */
 void test_own_classes(void);
 
 #endif /* TEST_SPAWN_H */
