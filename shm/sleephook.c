@@ -47,6 +47,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -324,6 +325,14 @@ static bool all_handlers_restart(void)
     return true;
 }
 
+/* A thread cancelled in a slice's wait (a cancellation point, as accept
+ * is) closes the epoll instance and leaves the slices. */
+static void accept_cancelled(void *ep)
+{
+    slicing = false;
+    close(*(int *)ep);
+}
+
 /* Before an accept on fd: while the thread has something to give back,
  * wait for a connection in slices (above).  Returns false, errno EINTR,
  * for a signal the caller must see; true when the accept is to be made. */
@@ -355,6 +364,7 @@ static bool accept_sliced(int fd)
         return true;
     }
     int rc = 0;
+    pthread_cleanup_push(accept_cancelled, &ep);
     slicing = true;
     for (unsigned k = 0; k < POOL_SLEEP_SLICES; k++) {
         rc = libc_epoll_pwait_(ep, &ev, 1, to_ms((int64_t)POOL_SLEEP_SLICE_NS), NULL);
@@ -368,6 +378,7 @@ static bool accept_sliced(int fd)
         if (fstat(fd, &is) != 0 || is.st_dev != was.st_dev || is.st_ino != was.st_ino)
             break;
     }
+    pthread_cleanup_pop(0);
     slicing = false;
     int why = errno;
     close(ep);

@@ -17,9 +17,10 @@
  * meanwhile; a signal whose handler has SA_RESTART does not end it, one
  * whose handler has not does, with EINTR, and one whose handler closes the
  * socket and puts another at its number (php-fpm's soft quit) makes it
- * fail as the restarted accept would, with EINVAL; on a non-blocking
- * socket it fails with EAGAIN at once, and on one with a receive timeout
- * of 1.2 s with EAGAIN after it.  One line "sleeps: ..." and exit 0, or a line on
+ * fail as the restarted accept would, with EINVAL; a thread cancelled in
+ * it leaves no descriptor open; on a non-blocking socket it fails with
+ * EAGAIN at once, and on one with a receive timeout of 1.2 s with EAGAIN
+ * after it.  One line "sleeps: ..." and exit 0, or a line on
  * stderr naming the first that failed and exit 1.
  */
 #include "config.h"
@@ -27,7 +28,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <dirent.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +96,27 @@ static void connect_after(const struct sockaddr_in *sin, long ms)
 static void on_alarm(int sig)
 {
     (void)sig;
+}
+
+/* The descriptors the process has open. */
+static int open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+    if (d == NULL)
+        return -1;
+    while (readdir(d) != NULL)
+        n++;
+    closedir(d);
+    return n;
+}
+
+/* A thread with a full cache that blocks in accept() on *arg. */
+static void *accept_in_thread(void *arg)
+{
+    fill_cache();
+    accept(*(int *)arg, NULL, NULL);
+    return NULL;
 }
 
 /* The listening socket a handler replaces. */
@@ -252,6 +276,17 @@ int main(void)
     t = now_ms() - t;
     if (rc != -1 || errno != EAGAIN || t > 500 || fcntl(lst, F_SETFL, fl) != 0)
         return fail("accept() on a non-blocking socket did not fail with EAGAIN at once");
+
+    int fds_before = open_fds();
+    pthread_t th;
+    void *res = NULL;
+    if (pthread_create(&th, NULL, accept_in_thread, &lst) != 0)
+        return fail("pthread_create");
+    sleep_ms(1500);
+    if (pthread_cancel(th) != 0 || pthread_join(th, &res) != 0 || res != PTHREAD_CANCELED)
+        return fail("a thread in accept() was not cancelled");
+    if (open_fds() != fds_before)
+        return fail("a thread cancelled in accept() left a descriptor open");
 
     tv = (struct timeval){ 1, 200000 };
     if (setsockopt(lst, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0)
