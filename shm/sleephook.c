@@ -50,8 +50,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <fcntl.h>
+#include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -119,6 +119,10 @@ struct sleep_s {
     const sigset_t *mask;
     fd_set *sets[3];
     fd_set saved[3];
+    int listener;         /* accept's socket, which fd (an epoll instance) watches */
+    bool known;           /* listener's file below has been read */
+    dev_t dev;
+    ino_t ino;
 };
 
 /* Whether a sleep of ns nanoseconds (negative: no timeout) is cut. */
@@ -325,11 +329,26 @@ static bool all_handlers_restart(void)
     return true;
 }
 
+/* A slice of accept's wait.  A handler that ran since the last slice may
+ * have closed the socket or put another file at its number (php-fpm's
+ * soft quit does both), while the epoll instance still watches the old
+ * one: the wait ends as if a connection came, and the accept fails as the
+ * restarted one would. */
+static int call_accept(sleep_t *w, int64_t ns)
+{
+    struct stat st;
+    if (fstat(w->listener, &st) != 0 || (w->known && (st.st_dev != w->dev || st.st_ino != w->ino)))
+        return 1;
+    w->known = true;
+    w->dev = st.st_dev;
+    w->ino = st.st_ino;
+    return call_epoll(w, ns);
+}
+
 /* A thread cancelled in a slice's wait (a cancellation point, as accept
- * is) closes the epoll instance and leaves the slices. */
+ * is) closes the epoll instance. */
 static void accept_cancelled(void *ep)
 {
-    slicing = false;
     close(*(int *)ep);
 }
 
@@ -354,8 +373,7 @@ static bool accept_sliced(int fd)
         errno = saved;
         return true;
     }
-    struct stat was;
-    int ep = fstat(fd, &was) == 0 ? epoll_create1(EPOLL_CLOEXEC) : -1;
+    int ep = epoll_create1(EPOLL_CLOEXEC);
     struct epoll_event ev = { .events = EPOLLIN | EPOLLEXCLUSIVE };
     if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
         if (ep >= 0)
@@ -363,23 +381,11 @@ static bool accept_sliced(int fd)
         errno = saved;
         return true;
     }
-    int rc = 0;
+    sleep_t w = { .call = call_accept, .fd = ep, .events = &ev, .n = 1, .listener = fd };
+    int rc;
     pthread_cleanup_push(accept_cancelled, &ep);
-    slicing = true;
-    for (unsigned k = 0; k < POOL_SLEEP_SLICES; k++) {
-        rc = libc_epoll_pwait_(ep, &ev, 1, to_ms((int64_t)POOL_SLEEP_SLICE_NS), NULL);
-        if (rc != 0 || !pool_sleep_drain_())
-            break;
-        /* A handler that ran meanwhile may have closed fd, or put another
-         * file at its number (php-fpm's soft quit does both): the epoll
-         * instance still watches the old socket, so the accept is made now
-         * and fails as the restarted one would. */
-        struct stat is;
-        if (fstat(fd, &is) != 0 || is.st_dev != was.st_dev || is.st_ino != was.st_ino)
-            break;
-    }
+    rc = sleep_sliced(&w, -1);
     pthread_cleanup_pop(0);
-    slicing = false;
     int why = errno;
     close(ep);
     if (rc < 0 && why == EINTR && !all_handlers_restart()) {

@@ -234,7 +234,8 @@ static bool inbox_push(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls,
  * at twice the first. */
 static void relight(pool_tcache_sh_t *tc, unsigned cls, bool held)
 {
-    if (!held && tc->light[cls] == pool_classes_[cls].light_max && tc->light[cls] != 0)
+    uint8_t max = pool_classes_[cls].light_max;
+    if (!held && max != 0 && tc->light[cls] == max)
         tc->light[cls] = POOL_LIGHT_AGAIN;
 }
 

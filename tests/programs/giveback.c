@@ -26,9 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <netinet/in.h>
 #include <sys/epoll.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -171,12 +169,9 @@ int main(void)
     int up[2], down[2];
     if (usage_p == NULL || pipe(up) != 0 || pipe(down) != 0)
         return fail(0, "no pool_usage, or no pipe");
-    /* The listening socket, blocking, as a prefork master makes it. */
-    struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    socklen_t sinlen = sizeof sin;
-    int listener = socket(AF_INET, SOCK_STREAM, 0);
-    if (listener < 0 || bind(listener, (struct sockaddr *)&sin, sizeof sin) != 0 ||
-        listen(listener, 8) != 0 || getsockname(listener, (struct sockaddr *)&sin, &sinlen) != 0)
+    struct sockaddr_in sin;
+    int listener = preloaded_listener(&sin);
+    if (listener < 0)
         return fail(0, "no listening socket on the loopback");
     pid_t pid = fork();
     if (pid == 0) {

@@ -6,19 +6,21 @@
  * ask, found with dlsym so that a program run without the library fails
  * instead of passing on glibc, a child that holds blocks until it is
  * killed, the start of such a child or another, a sleep and a clock in
- * milliseconds.
+ * milliseconds, a listening socket as a prefork master makes one.
  * Header only.
  */
 #ifndef TESTS_PRELOADED_H
 #define TESTS_PRELOADED_H
 
 #include <dlfcn.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -100,6 +102,21 @@ static inline long now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A blocking socket listening on the loopback, as a prefork master makes
+ * it, its address in *sin; -1 if none could be made. */
+static inline int preloaded_listener(struct sockaddr_in *sin)
+{
+    *sin = (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t len = sizeof *sin;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd >= 0 && (bind(fd, (struct sockaddr *)sin, sizeof *sin) != 0 || listen(fd, 8) != 0 ||
+                    getsockname(fd, (struct sockaddr *)sin, &len) != 0)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 #endif /* TESTS_PRELOADED_H */

@@ -25,10 +25,9 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <dirent.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -37,7 +36,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -109,6 +107,19 @@ static int open_fds(void)
         n++;
     closedir(d);
     return n;
+}
+
+/* accept(fd) timed: its result, errno as it left it, *ms the milliseconds
+ * it took. */
+static int timed_accept(int fd, long *ms)
+{
+    long t = now_ms();
+    errno = 0;
+    int rc = accept(fd, NULL, NULL);
+    int e = errno;
+    *ms = now_ms() - t;
+    errno = e;
+    return rc;
 }
 
 /* A thread with a full cache that blocks in accept() on *arg. */
@@ -214,18 +225,14 @@ int main(void)
     if (rc != 1 || !FD_ISSET(fds[0], &r))
         return fail("pselect(no timeout) did not return the event");
 
-    struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    socklen_t sinlen = sizeof sin;
-    int lst = socket(AF_INET, SOCK_STREAM, 0);
-    if (lst < 0 || bind(lst, (struct sockaddr *)&sin, sizeof sin) != 0 || listen(lst, 8) != 0 ||
-        getsockname(lst, (struct sockaddr *)&sin, &sinlen) != 0)
+    struct sockaddr_in sin;
+    int lst = preloaded_listener(&sin);
+    if (lst < 0)
         return fail("no listening socket on the loopback");
     fill_cache();
     size_t accept_before = cached();
     connect_after(&sin, 2500);
-    t = now_ms();
-    int conn = accept(lst, NULL, NULL);
-    t = now_ms() - t;
+    int conn = timed_accept(lst, &t);
     size_t accept_after = cached();
     if (conn < 0 || !within(t, 2400, 3500))
         return fail("accept() did not return the connection made after 2.5 s");
@@ -261,19 +268,15 @@ int main(void)
     if (listening < 0 || sigaction(SIGALRM, &sa, NULL) != 0)
         return fail("dup or sigaction");
     alarm(2);
-    t = now_ms();
-    errno = 0;
-    rc = accept(listening, NULL, NULL);
-    t = now_ms() - t;
+    rc = timed_accept(listening, &t);
     if (rc != -1 || errno != EINVAL || !within(t, 1500, 3000))
         return fail("accept() on a socket a handler replaced did not fail with EINVAL");
     close(listening);
 
     fill_cache();
-    t = now_ms();
-    errno = 0;
-    rc = fl < 0 || fcntl(lst, F_SETFL, fl | O_NONBLOCK) != 0 ? 0 : accept(lst, NULL, NULL);
-    t = now_ms() - t;
+    if (fl < 0 || fcntl(lst, F_SETFL, fl | O_NONBLOCK) != 0)
+        return fail("fcntl(O_NONBLOCK)");
+    rc = timed_accept(lst, &t);
     if (rc != -1 || errno != EAGAIN || t > 500 || fcntl(lst, F_SETFL, fl) != 0)
         return fail("accept() on a non-blocking socket did not fail with EAGAIN at once");
 
@@ -292,10 +295,7 @@ int main(void)
     if (setsockopt(lst, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0)
         return fail("setsockopt(SO_RCVTIMEO)");
     fill_cache();
-    t = now_ms();
-    errno = 0;
-    rc = accept(lst, NULL, NULL);
-    t = now_ms() - t;
+    rc = timed_accept(lst, &t);
     if (rc != -1 || errno != EAGAIN || !within(t, 1100, 2100))
         return fail("accept() with a 1.2 s receive timeout did not fail with EAGAIN after it");
 
