@@ -27,15 +27,17 @@
 #define POOL_OPAQUE(x) __asm__("" : "+r"(x))
 #define POOL_COLD __attribute__((cold, noinline))
 /* A table a process writes once, before it forks, and only reads after:
- * on pages of its own, so that what a forked child does write in the
+ * in a section of its own, so that what a forked child does write in the
  * library's data (its slot, its page map's address, its pid) copies only
  * those variables' page into every child, not the tables beside them
- * (about 12 KiB a child, which a prefork server pays per worker).  In
- * libshmpool.so, shm/libshmpool.ld ends the section on a page's end so
- * that .bss starts a page of its own, and every variable a child writes
- * starts at zero, so that it is in .bss and not in .data: a child copies
- * one page of the library's data (tests/pool/libdata.c). */
-#define POOL_READ_MOSTLY __attribute__((section("pool_read_mostly"), aligned(4096)))
+ * (about 12 KiB a child, which a prefork server pays per worker).
+ * shm/libshmpool.ld starts the section on a page and ends it on a page's
+ * end, so that .bss starts a page of its own, and every variable a child
+ * writes starts at zero, so that it is in .bss and not in .data: a child
+ * copies one page of the library's data (tests/pool/libdata.c).  Inside
+ * the section the tables lie side by side: every process maps each page
+ * of it. */
+#define POOL_READ_MOSTLY __attribute__((section("pool_read_mostly"), aligned(64)))
 /* Linked into a program (poold, poolbench) the pool's thread-locals are
  * one %fs-relative access; in libshmpool.so each access first loads its
  * offset from the GOT, one more instruction on both fast paths. */

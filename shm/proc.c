@@ -30,9 +30,14 @@
 #include "prim/prim.h"
 
 pool_proc_state_t pool_proc_state_;
-/* What the empty cache's slow paths count lands here, as no slot's. */
+#if POOL_CONFIG_STATS
+/* What the empty cache's slow paths count lands here, as no slot's.  A
+ * build without statistics reads no counters, so it has no such row. */
 static POOL_READ_MOSTLY pool_binstats_t empty_stats[POOL_NCLASSES];
 POOL_READ_MOSTLY pool_tcache_sh_t pool_empty_tcache_ = { .stats = empty_stats };
+#else
+POOL_READ_MOSTLY pool_tcache_sh_t pool_empty_tcache_;
+#endif
 __thread pool_tcache_sh_t *pool_tls_tcache_
     POOL_TLS = &pool_empty_tcache_;
 
