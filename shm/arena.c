@@ -62,7 +62,8 @@ static uint64_t layout_for(uint32_t npages, pool_layout_sh_t *l)
     l->off_slots = carve(&off, sizeof(pool_slot_sh_t) * POOL_MAX_SLOTS, 64);
     l->off_tcaches = carve(&off, sizeof(pool_tcache_sh_t) * POOL_MAX_SLOTS, 64);
     l->off_binstats = carve(&off, sizeof(pool_binstats_t) * POOL_NCLASSES * POOL_MAX_SLOTS, 64);
-    /* On a page boundary, so that the journals in use fill the fewest. */
+    /* On a page boundary, so that the journals in use, which the class
+     * locks take in the order of their first operation, fill the fewest. */
     l->off_journals = carve(&off,
                             sizeof(pool_journal_sh_t) * (1 + POOL_NCLASSES) * (1 + POOL_JOURNAL_BLOCKS),
                             POOL_PAGE_SIZE);

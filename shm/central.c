@@ -216,7 +216,6 @@ uint32_t pool_central_fetch_(pool_arena_t *a, unsigned cls, uint32_t n, pool_tca
                              void **out)
 {
     pool_central_sh_t *c = &a->central[cls];
-    pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
     uint32_t none = POOL_NIL;
     uint32_t *own = tc != NULL ? &tc->own[cls].spans : &none;
     uint8_t tag = tc != NULL ? pool_tag_byte(tc->tag) : POOL_NO_TAG;
@@ -224,6 +223,7 @@ uint32_t pool_central_fetch_(pool_arena_t *a, unsigned cls, uint32_t n, pool_tca
     uint32_t got = 0;
     pool_assert(cls > 0 && cls < POOL_NCLASSES && n > 0 && n <= POOL_BATCH_MAX);
     pool_lock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
+    pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
     pool_journal_begin_(j, POOL_OP_FETCH);
     while (got < n) {
         /* What was taken so far is tagged: if we die after a commit, a
@@ -522,7 +522,6 @@ static unsigned open_group(pool_arena_t *a, unsigned cls, group_t *g, unsigned *
 void pool_central_release_(pool_arena_t *a, unsigned cls, void *const *objs, uint32_t n)
 {
     pool_central_sh_t *c = &a->central[cls];
-    pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
     pool_tcache_sh_t *tc = pool_tls_tcache_ != &pool_empty_tcache_ ? pool_tls_tcache_ : NULL;
     uint16_t tag = pool_thread_tag();
     uint32_t leaving = POOL_NIL; /* spans for the page heap, linked by next */
@@ -563,6 +562,7 @@ void pool_central_release_(pool_arena_t *a, unsigned cls, void *const *objs, uin
         index[i] = (uint16_t)oi;
     }
     pool_lock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
+    pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
     pool_journal_begin_(j, POOL_OP_RELEASE);
     for (uint32_t i = 0; i < n; i++) {
         if (i == 0 || span[i] != span[i - 1])
@@ -596,10 +596,10 @@ void pool_central_decay_(pool_arena_t *a, unsigned cls, uint16_t tag)
         pool_prim_now_coarse_ns_() - pool_atomic_load_relaxed(&c->decay_start_ns) <
             2 * POOL_DECAY_NS)
         return;
-    pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
     uint32_t leaving = POOL_NIL;
     if (!pool_lock_try_(a, &c->lock, POOL_LOCK_CENTRAL, cls))
         return;
+    pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
     pool_journal_begin_(j, POOL_OP_RELEASE);
     decay_empties(a, cls, tag, &leaving);
     pool_journal_commit_(j);
@@ -641,9 +641,9 @@ bool pool_central_disown_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc)
     if (pool_atomic_load_relaxed(&own->spans) == POOL_NIL &&
         pool_atomic_load_relaxed(&own->full) == POOL_NIL)
         return false;
-    pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
     uint32_t leaving = POOL_NIL;
     pool_lock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
+    pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
     pool_journal_begin_(j, POOL_OP_RELEASE);
     bool held = disown_all(a, cls, j, tc, true, tc->tag, &leaving);
     pool_journal_commit_(j);

@@ -35,7 +35,7 @@ const char *const pool_crash_points_[] = {
     "reap.found",       "reap.object",         "reap.transit",
     "reap.slot",        "tcache.cut",          "tcache.inbox_push",
     "tcache.inbox_take",
-    "repair.lock",      NULL,
+    "repair.lock",      "lock.journal",        NULL,
 };
 
 static char crash_name[64];    /* empty: no named point armed */

@@ -385,6 +385,12 @@ static bool check_journals(chk_t *c)
             return fail(c, "lock %u: operation %u left open with %u undo entries", i, j->op,
                         j->n);
     }
+    /* A class lock's recorded journal says it is that lock's. */
+    for (unsigned li = 1; li < 1 + POOL_NCLASSES; li++) {
+        unsigned at = c->a->hdr->xjournal_at[li];
+        if (at != 0 && (at > POOL_NCLASSES || c->a->journals[at].xowner != li))
+            return fail(c, "class %u: its journal %u is not its own", li - 1, at);
+    }
     return true;
 }
 

@@ -55,9 +55,54 @@ static unsigned lock_index(pool_lock_kind_t kind, unsigned arg)
     return kind == POOL_LOCK_PAGEHEAP ? 0 : 1 + arg;
 }
 
+/* Class locks take their journals in the order of their first operation,
+ * so that the few classes a process uses write journals on one or two
+ * pages of the arena, not on every page of the array.  Each claim takes
+ * the lowest journal free, so the claimed ones are 1 to n: a search reads
+ * none past the first free one, whose page may never have been written
+ * (a read would bring it in).  The journal a lock holder claimed and died
+ * before recording is found by its owner field, never a second one taken.
+ * Returns 0 when the lock has none, and where a claim starts in *next. */
+static unsigned journal_found(pool_arena_t *a, unsigned li, unsigned *next)
+{
+    unsigned at = pool_atomic_load_relaxed(&a->hdr->xjournal_at[li]);
+    unsigned i = 1;
+    for (; at == 0 && i <= POOL_NCLASSES; i++) {
+        uint32_t owner = pool_atomic_load_relaxed(&a->journals[i].xowner);
+        if (owner == li)
+            at = i;
+        else if (owner == 0)
+            break;
+    }
+    *next = i;
+    return at;
+}
+
+static POOL_COLD unsigned journal_claim(pool_arena_t *a, unsigned li)
+{
+    unsigned i;
+    unsigned at = journal_found(a, li, &i);
+    for (; at == 0 && i <= POOL_NCLASSES; i++) {
+        uint32_t none = 0;
+        if (pool_atomic_cas(&a->journals[i].xowner, &none, li))
+            at = i;
+    }
+    /* One journal a class lock, as many as there are: never none left. */
+    pool_assert(at != 0);
+    POOL_CRASH_POINT("lock.journal");
+    pool_atomic_store_release(&a->hdr->xjournal_at[li], (uint8_t)at);
+    return at;
+}
+
 pool_journal_sh_t *pool_lock_journal_(pool_arena_t *a, pool_lock_kind_t kind, unsigned arg)
 {
-    return &a->journals[lock_index(kind, arg)];
+    unsigned li = lock_index(kind, arg);
+    if (li == 0)
+        return &a->journals[0];
+    unsigned at = pool_atomic_load_relaxed(&a->hdr->xjournal_at[li]);
+    if (pool_unlikely(at == 0))
+        at = journal_claim(a, li);
+    return &a->journals[at];
 }
 
 pool_lockwatch_sh_t *pool_lock_watch_(pool_arena_t *a, pool_lock_kind_t kind, unsigned arg)
@@ -178,11 +223,16 @@ static void recover(pool_arena_t *a, pool_lock_kind_t kind, unsigned arg)
     const pool_lock_ops_t *ops = lock_ops[kind];
     if (ops == NULL)
         pool_fatal_("a lock of kind %u lost its holder and no repair is registered", kind);
-    pool_journal_sh_t *j = pool_lock_journal_(a, kind, arg);
-    uint32_t op = j->op;
-    uint64_t gen = j->gen;
+    /* A class lock that never began an operation has no journal yet, and
+     * nothing to undo. */
+    unsigned li = lock_index(kind, arg);
+    unsigned next;
+    unsigned at = li == 0 ? 0 : journal_found(a, li, &next);
+    pool_journal_sh_t *j = li == 0 || at != 0 ? &a->journals[at] : NULL;
+    uint32_t op = j != NULL ? j->op : POOL_OP_NONE;
+    uint64_t gen = j != NULL ? j->gen : 0;
     int dead = pool_atomic_load_relaxed(&pool_lock_watch_(a, kind, arg)->xholder);
-    bool clean = pool_journal_undo_(a, j);
+    bool clean = j == NULL || pool_journal_undo_(a, j);
     bool failed = ops->verify != NULL && (!clean || !ops->verify(a, arg));
     if (ops->verify == NULL || failed)
         ops->rebuild(a, arg);

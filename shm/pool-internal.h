@@ -461,7 +461,8 @@ bool pool_lock_try_(pool_arena_t *a, pool_lock_sh_t *l, pool_lock_kind_t kind, u
 /* The CLOCK_REALTIME instant ms milliseconds from now, as pool_lock_timed_
  * wants it. */
 struct timespec pool_deadline_in_(unsigned ms);
-/* The journal of the lock (kind, arg). */
+/* The journal of the lock (kind, arg).  A class lock takes one at its
+ * first operation.  REQUIRES: the lock. */
 pool_journal_sh_t *pool_lock_journal_(pool_arena_t *a, pool_lock_kind_t kind, unsigned arg);
 /* The watchdog's view of a lock: who holds it, since when, on which CPU. */
 pool_lockwatch_sh_t *pool_lock_watch_(pool_arena_t *a, pool_lock_kind_t kind, unsigned arg);

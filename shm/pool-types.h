@@ -89,7 +89,7 @@
 #define POOL_MAGIC UINT64_C(0x6c6f6f706d687373) /* "sshmpool" little-endian */
 /* Bumped whenever a shared structure changes shape.  Debug and spin builds
  * change the span and lock layouts, so they are folded into the version. */
-#define POOL_LAYOUT_VERSION 20u
+#define POOL_LAYOUT_VERSION 21u
 
 /* ------------------------------------------------------------------------ */
 /* Locks                                                                     */
@@ -166,6 +166,8 @@ typedef struct pool_journal_sh_s {
     uint32_t op;        /* pool_op_t in progress, POOL_OP_NONE when committed */
     uint32_t n;         /* undo entries in use */
     uint64_t rolled_back; /* operations undone after a dead owner */
+    uint32_t xowner;    /* a class journal: the lock index (1 + class) it serves, 0 while
+                         * no lock has claimed it (atomic) */
     pool_undo_sh_t undo[POOL_JOURNAL_HEAD];
 } __attribute__((aligned(64))) pool_journal_sh_t;
 
@@ -543,6 +545,9 @@ typedef struct pool_header_sh_s {
     uint32_t xslots_top;     /* slots [0, top) have their life lock made and may have
                               * been taken; none above has been read or written, so
                               * their pages of the arena were never touched (atomic) */
+    uint8_t xjournal_at[1 + POOL_NCLASSES]; /* by lock index: the journal a class lock
+                                             * claimed at its first operation, 0 before
+                                             * (the page heap's is journal 0) (atomic) */
 } pool_header_sh_t;
 
 /* The process's view of the arena: addresses computed from the header. */

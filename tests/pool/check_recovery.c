@@ -92,8 +92,8 @@ START_TEST(test_death_past_the_journals_head)
     w[1] = 0xb0b;
     pid_t pid = fork_attached();
     if (pid == 0) {
-        pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
         pool_lock_(a, &a->central[cls].lock, POOL_LOCK_CENTRAL, cls);
+        pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
         pool_journal_begin_(j, POOL_OP_FETCH);
         for (uint64_t i = 0; i < POOL_JOURNAL_MAX; i++)
             POOL_JSET(j, w[i < first_b ? 0 : 1], i);
