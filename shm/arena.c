@@ -50,25 +50,31 @@ static uint64_t carve(uint64_t *off, uint64_t size, uint64_t align)
 static uint64_t layout_for(uint32_t npages, pool_layout_sh_t *l)
 {
     uint64_t off = sizeof(pool_header_sh_t);
+    /* What every process writes or reads lies together from the header
+     * on: the counters of recoveries and reaps (read by every look at the
+     * arena), the class locks, their watch, the page heap and the slots'
+     * states (read by whoever looks for a free or a dead one, up to the
+     * header's top).  The counters only statistics builds write come
+     * after them, so that a release build's untouched pages lie apart. */
+    l->off_crash = carve(&off, sizeof(pool_crash_sh_t), 64);
     l->off_central = carve(&off, sizeof(pool_central_sh_t) * POOL_NCLASSES, 64);
-    l->off_centralstats = carve(&off, sizeof(pool_centralstats_sh_t) * POOL_NCLASSES, 64);
-    l->off_lockstats = carve(&off, sizeof(pool_lockstats_sh_t) * (1 + POOL_NCLASSES), 64);
     l->off_watch = carve(&off, sizeof(pool_lockwatch_sh_t) * (1 + POOL_NCLASSES), 64);
     l->off_pageheap = carve(&off, sizeof(pool_pageheap_sh_t), 64);
-    /* Every taken slot's state is read by whoever looks for a free or a
-     * dead one (up to the header's top), and a read touches a page of the
-     * arena for good: the states sit together, the caches, written only
-     * by a thread that takes a slot, apart. */
     l->off_slots = carve(&off, sizeof(pool_slot_sh_t) * POOL_MAX_SLOTS, 64);
-    l->off_tcaches = carve(&off, sizeof(pool_tcache_sh_t) * POOL_MAX_SLOTS, 64);
+    l->off_centralstats = carve(&off, sizeof(pool_centralstats_sh_t) * POOL_NCLASSES, 64);
+    l->off_lockstats = carve(&off, sizeof(pool_lockstats_sh_t) * (1 + POOL_NCLASSES), 64);
+    /* On a page boundary, so that n caches touch as few pages as their
+     * bytes fill: each is written only by the thread that takes its slot. */
+    l->off_tcaches = carve(&off, sizeof(pool_tcache_sh_t) * POOL_MAX_SLOTS, POOL_PAGE_SIZE);
     l->off_binstats = carve(&off, sizeof(pool_binstats_t) * POOL_NCLASSES * POOL_MAX_SLOTS, 64);
     /* On a page boundary, so that the journals in use, which the class
      * locks take in the order of their first operation, fill the fewest. */
     l->off_journals = carve(&off,
                             sizeof(pool_journal_sh_t) * (1 + POOL_NCLASSES) * (1 + POOL_JOURNAL_BLOCKS),
                             POOL_PAGE_SIZE);
-    l->off_crash = carve(&off, sizeof(pool_crash_sh_t), 64);
-    l->off_spans = carve(&off, sizeof(pool_span_sh_t) * (uint64_t)npages, 64);
+    /* The descriptors of the first pages, which the page heap hands out
+     * first, on a page of their own rather than the journals' last. */
+    l->off_spans = carve(&off, sizeof(pool_span_sh_t) * (uint64_t)npages, POOL_PAGE_SIZE);
     l->off_pm_class = carve(&off, npages, 64);
     l->off_pm_span = carve(&off, sizeof(uint32_t) * (uint64_t)npages, 64);
     l->off_owners = carve(&off, (uint64_t)POOL_OWNER_ROW * npages, 64);
