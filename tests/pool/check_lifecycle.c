@@ -219,6 +219,13 @@ START_TEST(test_periodic_reap_by_a_live_process)
     ck_assert_int_ge(live, 0);
     if (live == 0)
         _exit(live_main(go[0]));
+    /* The live process attaches before the other dies: attaching after the
+     * death, it would reap the dead there, not in its periodic reap. */
+    for (int64_t end = pattern_now_ns() + 5000000000; slots_taken() < 1;) {
+        ck_assert_msg(pattern_now_ns() < end, "the live process did not attach");
+        struct timespec ts = { 0, 1000000 };
+        nanosleep(&ts, NULL);
+    }
     pid_t dead = short_lived(END_KILL);
     pool_test_assert_killed(dead, "the short-lived process");
     ck_assert_uint_eq(slots_taken(), 2);
