@@ -139,11 +139,12 @@ static uint32_t take_objects(pool_arena_t *a, pool_journal_sh_t *j, uint32_t idx
     uint32_t got = 0;
     uint32_t next = POOL_NIL; /* the object after the last one taken */
     size_t end_page = 0;      /* with pages: the page the nth object ends in */
-    uint8_t *owners = pool_owner_of(a, s, 0); /* object oi's tag at owners[oi] */
     pool_journal_save_(j, &s->nfree, sizeof s->nfree);
     for (unsigned w = 0; w < POOL_BITMAP_WORDS && (got < n || next == w * 64); w++) {
         uint64_t avail = ~s->bitmap[w], taken = 0;
         uint32_t took = 0;
+        _Static_assert(POOL_OWNER_GROUP == 64, "a tag group is a bitmap word's objects");
+        uint8_t *tags = pool_owner_of(a, s, w * 64); /* object oi's at tags[oi % 64] */
         while (avail != 0) {
             uint32_t oi = w * 64 + (unsigned)__builtin_ctzll(avail);
             size_t off = (size_t)oi * size;
@@ -160,7 +161,7 @@ static uint32_t take_objects(pool_arena_t *a, pool_journal_sh_t *j, uint32_t idx
              * in fetches, which take objects by the hundred). */
             if (took == 0)
                 POOL_CRASH_POINT("central.fetch");
-            owners[oi] = tag;
+            tags[oi % 64] = tag;
             out[got + took] = base + off;
             took++;
             next = oi + 1;

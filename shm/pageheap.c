@@ -373,7 +373,8 @@ static void return_metadata(pool_arena_t *a, const pool_span_sh_t *s)
 {
     uint32_t end = s->start + s->npages;
     return_rows(a, (uintptr_t)a->spans, sizeof *a->spans, s->start + 1, end, true);
-    return_rows(a, (uintptr_t)a->owners, POOL_OWNER_ROW, s->start, end, false);
+    for (unsigned g = 0; g < POOL_OWNER_GROUPS; g++)
+        return_rows(a, (uintptr_t)pool_owner_rows(a, g), POOL_OWNER_GROUP, s->start, end, false);
 }
 
 /* Give a free span's pages back to the OS.  Returning pages twice (after

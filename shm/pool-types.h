@@ -46,6 +46,12 @@
  * it dies; a shared byte would have to say "nobody" whenever neighbours
  * belong to different processes, and those objects would leak unseen. */
 #define POOL_OWNER_ROW POOL_MAX_OBJECTS
+/* The tags of a span's objects 64 at a time, a bitmap word's worth: group
+ * g of every page lies in a region of its own (pool_owner_of), so that the
+ * spans of classes of 64 objects or fewer, nearly all of them, keep their
+ * tags 64 pages to an OS page instead of 8. */
+#define POOL_OWNER_GROUP 64
+#define POOL_OWNER_GROUPS (POOL_OWNER_ROW / POOL_OWNER_GROUP)
 
 /* Class 0 means "not a small object"; classes 1..96 are the size classes. */
 #define POOL_NCLASSES 97
@@ -89,7 +95,7 @@
 #define POOL_MAGIC UINT64_C(0x6c6f6f706d687373) /* "sshmpool" little-endian */
 /* Bumped whenever a shared structure changes shape.  Debug and spin builds
  * change the span and lock layouts, so they are folded into the version. */
-#define POOL_LAYOUT_VERSION 21u
+#define POOL_LAYOUT_VERSION 22u
 
 /* ------------------------------------------------------------------------ */
 /* Locks                                                                     */
@@ -565,7 +571,8 @@ typedef struct pool_arena_s {
     uint8_t *pm_class;               /* [npages] */
     uint32_t *pm_span;               /* [npages] */
     pool_journal_sh_t *journals;     /* [1 + POOL_NCLASSES]: page heap, classes */
-    uint8_t *owners;                 /* [npages][POOL_OWNER_ROW]: object tags */
+    uint8_t *owners;                 /* [POOL_OWNER_GROUPS][npages][POOL_OWNER_GROUP]:
+                                      * object tags */
     pool_crash_sh_t *crash;
     uintptr_t data;                  /* first data page */
     uintptr_t data_size;             /* npages << POOL_PAGE_SHIFT */

@@ -270,33 +270,60 @@ START_TEST(test_release_to_os)
 }
 END_TEST
 
+/* The tags of page `page` in group g's region. */
+static uint8_t *tag_row(const pool_arena_t *a, unsigned g, uint32_t page)
+{
+    return pool_owner_rows(a, g) + (size_t)page * POOL_OWNER_GROUP;
+}
+
 /* Giving a span back gives back the owner tags of its pages too, the OS
- * pages of them that lie wholly in its rows: a burst of small spans
- * writes them, and they would stay resident after their pages left. */
+ * pages of them that lie wholly in its rows, in every group's region: a
+ * burst of small spans writes them, and they would stay resident after
+ * their pages left. */
 START_TEST(test_release_gives_back_owner_rows)
 {
     pool_arena_t *a = &pool_arena_;
-    uint32_t n = 64;
+    uint32_t n = 128;
     uint32_t s = take(n);
     uint32_t guard = take(1);
-    uint8_t *row = &a->owners[(size_t)a->spans[s].start * POOL_OWNER_ROW];
-    size_t len = (size_t)n * POOL_OWNER_ROW;
-    memset(row, 7, len);
+    uint32_t first = a->spans[s].start;
+    size_t len = (size_t)n * POOL_OWNER_GROUP;
+    for (unsigned g = 0; g < POOL_OWNER_GROUPS; g++)
+        memset(tag_row(a, g, first), 7, len);
     pool_pageheap_free_(a, s);
     pool_pageheap_trim_(a);
     uintptr_t page = pool_prim_os_page_size_();
-    uintptr_t lo = ((uintptr_t)row + page - 1) & ~(page - 1);
-    uintptr_t hi = ((uintptr_t)row + len) & ~(page - 1);
-    ck_assert_uint_lt(lo, hi);
-    unsigned char in[64];
-    ck_assert_uint_le((hi - lo) / page, sizeof in);
-    ck_assert_int_eq(mincore((void *)lo, hi - lo, in), 0);
-    for (size_t i = 0; i < (hi - lo) / page; i++)
-        ck_assert_msg(!(in[i] & 1), "owner page %zu of a returned span is resident", i);
-    for (const uint8_t *p = (const uint8_t *)lo; p < (const uint8_t *)hi; p++)
-        ck_assert_uint_eq(*p, POOL_NO_TAG);
+    for (unsigned g = 0; g < POOL_OWNER_GROUPS; g++) {
+        uintptr_t row = (uintptr_t)tag_row(a, g, first);
+        ck_assert_msg(!pool_test_any_resident(row, row + len),
+                      "group %u: an owner page of a returned span is resident", g);
+        const uint8_t *lo = (const uint8_t *)((row + page - 1) & ~(page - 1));
+        const uint8_t *hi = (const uint8_t *)((row + len) & ~(page - 1));
+        for (const uint8_t *p = lo; p < hi; p++)
+            ck_assert_uint_eq(*p, POOL_NO_TAG);
+    }
     pool_pageheap_free_(a, guard);
     pool_test_assert_consistent();
+}
+END_TEST
+
+/* An object's tag lies in the region of its group of 64, at its span's
+ * first page: a span of 64 objects or fewer writes one run of 64 bytes,
+ * and the spans of 64 neighbouring pages share an OS page of tags. */
+START_TEST(test_owner_tags_grouped_by_64)
+{
+    pool_arena_t *a = &pool_arena_;
+    pool_span_sh_t s = { .start = 3 };
+    ck_assert_ptr_eq(pool_owner_of(a, &s, 0), a->owners + 3 * POOL_OWNER_GROUP);
+    ck_assert_ptr_eq(pool_owner_of(a, &s, 63), a->owners + 3 * POOL_OWNER_GROUP + 63);
+    ck_assert_ptr_eq(pool_owner_of(a, &s, 64), tag_row(a, 1, 3));
+    ck_assert_ptr_eq(pool_owner_of(a, &s, POOL_OWNER_ROW - 1),
+                     tag_row(a, POOL_OWNER_GROUPS - 1, 3) + POOL_OWNER_GROUP - 1);
+    pool_span_sh_t t = { .start = 4096 / POOL_OWNER_GROUP - 1 };
+    ck_assert_uint_eq((uintptr_t)pool_owner_of(a, &t, 0) / 4096,
+                      (uintptr_t)pool_owner_of(a, &s, 0) / 4096);
+    ck_assert_ptr_eq(tag_row(a, POOL_OWNER_GROUPS - 1, a->npages - 1) + POOL_OWNER_GROUP,
+                     a->owners + (size_t)POOL_OWNER_ROW * a->npages);
 }
 END_TEST
 
@@ -315,14 +342,15 @@ START_TEST(test_release_gives_back_span_metadata)
     for (unsigned i = 0; i < NSMALL; i++) {
         small[i] = pool_pageheap_alloc_(a, 1, 1, 1, POOL_NO_SLOT);
         ck_assert_uint_eq(small[i], small[0] + i);
-        memset(&a->owners[(size_t)small[i] * POOL_OWNER_ROW], 3, POOL_OWNER_ROW);
+        for (unsigned g = 0; g < POOL_OWNER_GROUPS; g++)
+            memset(tag_row(a, g, small[i]), 3, POOL_OWNER_GROUP);
     }
     for (unsigned i = 0; i < NBIG; i++) {
         big[i] = pool_pageheap_alloc_(a, BIG_PAGES, 1, 0, (uint16_t)(1 + i % 2));
         ck_assert_uint_eq(big[i], small[0] + NSMALL + i * BIG_PAGES);
         /* What the small spans these pages held before left there. */
-        memset(&a->owners[(size_t)big[i] * POOL_OWNER_ROW], 5,
-               (size_t)BIG_PAGES * POOL_OWNER_ROW);
+        for (unsigned g = 0; g < POOL_OWNER_GROUPS; g++)
+            memset(tag_row(a, g, big[i]), 5, (size_t)BIG_PAGES * POOL_OWNER_GROUP);
     }
     uint32_t above = take(1);
     uint32_t end = big[NBIG - 1] + BIG_PAGES;
@@ -339,17 +367,18 @@ START_TEST(test_release_gives_back_span_metadata)
     ck_assert_msg(!pool_test_any_resident((uintptr_t)&a->spans[small[0] + 1],
                                           (uintptr_t)&a->spans[big[1]]),
                   "descriptors inside a returned span are resident");
-    ck_assert_msg(
-        !pool_test_any_resident((uintptr_t)&a->owners[(size_t)small[0] * POOL_OWNER_ROW],
-                                (uintptr_t)&a->owners[(size_t)end * POOL_OWNER_ROW]),
-        "owner tags of returned spans are resident");
+    for (unsigned g = 0; g < POOL_OWNER_GROUPS; g++)
+        ck_assert_msg(!pool_test_any_resident((uintptr_t)tag_row(a, g, small[0]),
+                                              (uintptr_t)tag_row(a, g, end)),
+                      "group %u: owner tags of returned spans are resident", g);
     pool_test_assert_consistent();
     uint32_t again = take(NSMALL + BIG_PAGES);
     ck_assert_uint_eq(again, small[0]);
     pool_pageheap_free_(a, again);
-    /* Away from the span in use below, whose OS page of tags stays. */
-    for (unsigned i = 16; i < NSMALL; i += 7)
-        ck_assert_uint_eq(a->owners[(size_t)small[i] * POOL_OWNER_ROW], POOL_NO_TAG);
+    /* Away from the span in use below, whose OS page of tags (64 pages'
+     * worth of each group) stays. */
+    for (unsigned i = 80; i < NSMALL; i += 7)
+        ck_assert_uint_eq(*tag_row(a, 0, small[i]), POOL_NO_TAG);
     pool_pageheap_free_(a, below);
     pool_pageheap_free_(a, above);
     pool_test_assert_consistent();
@@ -525,6 +554,7 @@ Suite *make_pageheap_suite(void)
     tcase_add_test(tc, test_big_requests);
     tcase_add_test(tc, test_release_to_os);
     tcase_add_test(tc, test_release_gives_back_owner_rows);
+    tcase_add_test(tc, test_owner_tags_grouped_by_64);
     tcase_add_test(tc, test_release_gives_back_span_metadata);
     tcase_add_test(tc, test_decay_returns_what_stayed_free);
     tcase_add_test(tc, test_burst_kept_until_decay);

@@ -724,7 +724,9 @@ static void snapshot_take(snapshot_t *sn)
     sn->pm_span = xmalloc(sizeof(uint32_t) * c);
     memcpy(sn->pm_span, a->pm_span, sizeof(uint32_t) * c);
     sn->owners = xmalloc((size_t)POOL_OWNER_ROW * c);
-    memcpy(sn->owners, a->owners, (size_t)POOL_OWNER_ROW * c);
+    for (unsigned g = 0; g < POOL_OWNER_GROUPS; g++)
+        memcpy(sn->owners + (size_t)g * POOL_OWNER_GROUP * c, pool_owner_rows(a, g),
+               (size_t)POOL_OWNER_GROUP * c);
     sn->data_len = copy_data(a, NULL, c, true);
     sn->data = xmalloc(sn->data_len);
     copy_data(a, sn->data, c, true);
@@ -743,7 +745,9 @@ static void snapshot_restore(const snapshot_t *sn)
         memset(&a->spans[c], 0, sizeof(pool_span_sh_t) * n);
         memset(&a->pm_class[c], 0, n);
         memset(&a->pm_span[c], 0, sizeof(uint32_t) * n);
-        memset(&a->owners[(size_t)POOL_OWNER_ROW * c], 0, (size_t)POOL_OWNER_ROW * n);
+        for (unsigned g = 0; g < POOL_OWNER_GROUPS; g++)
+            memset(pool_owner_rows(a, g) + (size_t)POOL_OWNER_GROUP * c, 0,
+                   (size_t)POOL_OWNER_GROUP * n);
         madvise((char *)a->data + ((size_t)c << POOL_PAGE_SHIFT), n << POOL_PAGE_SHIFT,
                 MADV_REMOVE);
     }
@@ -751,7 +755,9 @@ static void snapshot_restore(const snapshot_t *sn)
     memcpy(a->spans, sn->spans, sizeof(pool_span_sh_t) * c);
     memcpy(a->pm_class, sn->pm_class, c);
     memcpy(a->pm_span, sn->pm_span, sizeof(uint32_t) * c);
-    memcpy(a->owners, sn->owners, (size_t)POOL_OWNER_ROW * c);
+    for (unsigned g = 0; g < POOL_OWNER_GROUPS; g++)
+        memcpy(pool_owner_rows(a, g), sn->owners + (size_t)g * POOL_OWNER_GROUP * c,
+               (size_t)POOL_OWNER_GROUP * c);
     copy_data(a, sn->data, c, false);
 }
 
