@@ -62,27 +62,25 @@ static unsigned lock_index(pool_lock_kind_t kind, unsigned arg)
  * none past the first free one, whose page may never have been written
  * (a read would bring it in).  The journal a lock holder claimed and died
  * before recording is found by its owner field, never a second one taken.
- * Returns 0 when the lock has none, and where a claim starts in *next. */
-static unsigned journal_found(pool_arena_t *a, unsigned li, unsigned *next)
+ * Returns 0 when the lock has none. */
+static unsigned journal_found(pool_arena_t *a, unsigned li)
 {
     unsigned at = pool_atomic_load_relaxed(&a->hdr->xjournal_at[li]);
-    unsigned i = 1;
-    for (; at == 0 && i <= POOL_NCLASSES; i++) {
+    for (unsigned i = 1; at == 0 && i <= POOL_NCLASSES; i++) {
         uint32_t owner = pool_atomic_load_relaxed(&a->journals[i].xowner);
+        if (owner == 0)
+            break;
         if (owner == li)
             at = i;
-        else if (owner == 0)
-            break;
     }
-    *next = i;
     return at;
 }
 
 static POOL_COLD unsigned journal_claim(pool_arena_t *a, unsigned li)
 {
-    unsigned i;
-    unsigned at = journal_found(a, li, &i);
-    for (; at == 0 && i <= POOL_NCLASSES; i++) {
+    unsigned at = journal_found(a, li);
+    /* The claimed ones fail their exchange on pages already written. */
+    for (unsigned i = 1; at == 0 && i <= POOL_NCLASSES; i++) {
         uint32_t none = 0;
         if (pool_atomic_cas(&a->journals[i].xowner, &none, li))
             at = i;
@@ -226,8 +224,7 @@ static void recover(pool_arena_t *a, pool_lock_kind_t kind, unsigned arg)
     /* A class lock that never began an operation has no journal yet, and
      * nothing to undo. */
     unsigned li = lock_index(kind, arg);
-    unsigned next;
-    unsigned at = li == 0 ? 0 : journal_found(a, li, &next);
+    unsigned at = li == 0 ? 0 : journal_found(a, li);
     pool_journal_sh_t *j = li == 0 || at != 0 ? &a->journals[at] : NULL;
     uint32_t op = j != NULL ? j->op : POOL_OP_NONE;
     uint64_t gen = j != NULL ? j->gen : 0;

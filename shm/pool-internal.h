@@ -361,16 +361,16 @@ static inline pool_binstats_t *pool_slot_binstats(const pool_arena_t *a, unsigne
 {
     return &a->binstats[(size_t)slot * POOL_NCLASSES];
 }
-/* Tag byte of object oi of small span s. */
-static inline uint8_t *pool_owner_of(const pool_arena_t *a, const pool_span_sh_t *s, uint32_t oi)
-{
-    size_t group = oi / POOL_OWNER_GROUP;
-    return &a->owners[(group * a->npages + s->start) * POOL_OWNER_GROUP + oi % POOL_OWNER_GROUP];
-}
 /* Group g's region of the tags: POOL_OWNER_GROUP bytes per page. */
 static inline uint8_t *pool_owner_rows(const pool_arena_t *a, unsigned g)
 {
     return &a->owners[(size_t)g * a->npages * POOL_OWNER_GROUP];
+}
+/* Tag byte of object oi of small span s. */
+static inline uint8_t *pool_owner_of(const pool_arena_t *a, const pool_span_sh_t *s, uint32_t oi)
+{
+    return pool_owner_rows(a, oi / POOL_OWNER_GROUP) + (size_t)s->start * POOL_OWNER_GROUP +
+           oi % POOL_OWNER_GROUP;
 }
 /* Record that object oi of s (handed out) now belongs to tag.
  * REQUIRES: class lock. */
