@@ -185,33 +185,36 @@ static void install_handlers(void)
                   pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
 }
 
-/* Slots are made takeable this many at a time (3.3 KiB of descriptors),
- * so that a server's first workers attach below the top. */
+/* Slots are made takeable this many at a time (3.3 KiB of descriptors):
+ * the table touches only the pages of the slots made. */
 #define SLOTS_GROW 32u
 
+/* Make the life locks of slots [top, want) and raise the top past those
+ * made: a slot is takeable only once its lock is. */
+static void slots_make(pool_arena_t *a, unsigned top, unsigned want)
+{
+    unsigned end = top;
+    while (end < want && pool_life_init_(&a->slots[end].life) == 0)
+        end++;
+    if (end > top)
+        pool_atomic_store_release(&a->hdr->xslots_top, end);
+}
+
 /* Make slot `top` takeable, unless another thread did, and with it the
- * rest of its SLOTS_GROW: the attaches of a server's first workers then
- * take slots below the top and do not wait for the page-heap lock behind
- * a holder stopped there, while the table still touches only the pages of
- * the slots made.  The life locks are made before the top passes them,
- * under the page-heap lock, so that a thread that dies in between leaves
- * the top where it was and the next makes them again.  The lock is waited
- * for as a reaper waits: a stopped holder makes this attach fail, not
- * hang.  False when the lock cannot be had or slot `top`'s life lock
- * made. */
+ * rest of its SLOTS_GROW.  Under the page-heap lock, so that a thread that
+ * dies in between leaves the top where it was and the next makes them
+ * again.  The lock is waited for as a reaper waits: a stopped holder makes
+ * this attach fail, not hang, unless the top rose meanwhile (the grower
+ * raised it, then stopped in a page allocation of its own).  False when
+ * the top did not rise. */
 static bool slots_grow(pool_arena_t *a, unsigned top)
 {
     struct timespec deadline = pool_deadline_in_(POOL_WAIT_MS);
     if (!pool_lock_timed_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0, &deadline))
-        return false;
+        return pool_slots_top(a) > top;
     if (pool_atomic_load_relaxed(&a->hdr->xslots_top) == top) {
-        unsigned want = (top / SLOTS_GROW + 1) * SLOTS_GROW, end = top;
-        if (want > POOL_MAX_SLOTS)
-            want = POOL_MAX_SLOTS;
-        while (end < want && pool_life_init_(&a->slots[end].life) == 0)
-            end++;
-        if (end > top)
-            pool_atomic_store_release(&a->hdr->xslots_top, end);
+        unsigned want = (top / SLOTS_GROW + 1) * SLOTS_GROW;
+        slots_make(a, top, want < POOL_MAX_SLOTS ? want : POOL_MAX_SLOTS);
     }
     pool_unlock_(a, &a->ph->lock, POOL_LOCK_PAGEHEAP, 0);
     return pool_slots_top(a) > top;
@@ -306,6 +309,10 @@ static int create(size_t size, bool shared)
     }
     pool_pageheap_init_(a);
     pool_central_init_(a);
+    /* The first slots are made while nobody else can attach: a server's
+     * first workers then take slots below the top without the page-heap
+     * lock, which one of them may already hold, stopped or dead. */
+    slots_make(a, 0, SLOTS_GROW);
     /* Last: a header with the magic is a complete header. */
     pool_atomic_store_release(&h->magic, POOL_MAGIC);
     return 0;

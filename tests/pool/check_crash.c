@@ -694,6 +694,10 @@ static int stuck_heap_main(void *arg)
 
 START_TEST(test_stopped_pageheap_holder)
 {
+    /* The arena's creation made the first slots: a process that attaches
+     * after the holder stopped finds its slot below the top even when the
+     * holder is the first to attach. */
+    ck_assert_uint_ge(pool_slots_top(&pool_arena_), 2);
     pid_t stuck = spawn(stuck_heap_main, NULL, NULL);
     int status;
     ck_assert_int_eq(waitpid(stuck, &status, WUNTRACED), stuck);
@@ -713,12 +717,23 @@ START_TEST(test_stopped_pageheap_holder)
     ck_assert_int_eq(pool_reap(never, &r), EAGAIN);
     ck_assert_int_eq(pool_repair(NULL), EAGAIN);
     ck_assert_int_eq(pool_lock_stalled(POOL_WAIT_MS), stuck);
+    /* A process that attaches below the top takes a slot without the
+     * page-heap lock. */
+    pid_t early = fork();
+    ck_assert_int_ge(early, 0);
+    if (early == 0) {
+        alarm(10);
+        _exit(pool_attach() == 0 ? 0 : 1);
+    }
+    pool_test_assert_exit0(early, "a process attaching below the top while the page-heap holder "
+                                  "is stopped");
     /* A process that attaches finds every slot below the top held (the
      * top is lowered to the one slot in use, as if the others the first
      * growth made were held) and would raise the top under the page-heap
      * lock: it gives up after the wait, as a reaper does, and does not
      * hang. */
     ck_assert_uint_eq(pool_arena_.slots[0].xstate, (uint32_t)stuck);
+    unsigned top = pool_slots_top(&pool_arena_);
     pool_atomic_store_release(&pool_arena_.hdr->xslots_top, 1);
     pid_t late = fork();
     ck_assert_int_ge(late, 0);
@@ -727,6 +742,7 @@ START_TEST(test_stopped_pageheap_holder)
         _exit(pool_attach() == EAGAIN ? 0 : 1);
     }
     pool_test_assert_exit0(late, "a process attaching while the page-heap holder is stopped");
+    pool_atomic_store_release(&pool_arena_.hdr->xslots_top, top);
     static char json[1 << 16];
     ck_assert_uint_lt(pool_stats_json(json, sizeof json), sizeof json);
     ck_assert_msg(strstr(json, "\"exact\":false}") != NULL, "%s", json);
@@ -744,6 +760,7 @@ START_TEST(test_stopped_pageheap_holder)
     ck_assert_int_eq(pool_usage(&u), 0);
     ck_assert_int_eq(pool_reap(never, &r), ESRCH);
     reap(stuck, NULL);
+    reap(early, NULL);
     ck_assert_uint_lt(pool_stats_json(json, sizeof json), sizeof json);
     ck_assert_msg(strstr(json, "\"exact\":true}") != NULL, "%s", json);
     if (POOL_CONFIG_DEBUG > 0)
