@@ -11,8 +11,8 @@
  * batch once it holds 256 KiB of objects, but at least two batches.  A
  * class keeps up to 512 KiB of wholly free spans (at least one) before it
  * gives them to the page heap.  A thread's first 4 KiB of objects of a
- * class up to 1 KiB come from the class of the next power of two (its
- * light class, POOL_LIGHT_BYTES).
+ * class up to 1 KiB come from the 256-byte or the 1 KiB class (its light
+ * class, POOL_LIGHT_BYTES).
  *
  *   class  size  pages objs | class  size  pages objs | class   size pages objs
  *       1    16    1  512   |    33  1152    1    7   |    65   18432   7   3
@@ -75,16 +75,21 @@ POOL_READ_MOSTLY pool_class_t pool_classes_[POOL_NCLASSES];
  * few spans, then never carves and frees the same spans through the page
  * heap (and its lock and journal) over and over.  At least one. */
 #define POOL_KEEP_EMPTY_BYTES (512u << 10)
-/* A thread's first objects of a class up to 1 KiB come from the class of
- * the next power of two of at least 128 bytes, as many as fill 4 KiB of it
- * (32 of 16 to 112 bytes, 16 of 144 to 240, 8 of 288 to 480, 4 of 576 to
- * 960): a span is owned by one thread, so every class a thread touches
- * costs it a page of its own, and an idle poold worker with four
- * keep-alive connections held objects of nine classes, nine 4 KiB pages
- * at least, where glibc's heap packs them into two or three (8 workers:
- * 707 KiB of arena against 491 with this).  The objects lent never take
- * more pages than the classes would have on their own (4 KiB, an OS page,
- * each); a class used beyond them takes spans of its own, as before. */
+/* A thread's first objects of a class up to 1 KiB come from a larger class,
+ * its light class, as many as fill 4 KiB of it: the 256-byte class lends
+ * to the classes below it (16 objects each), the 1 KiB class to those
+ * between (4 each); 256 bytes and 1 KiB lend nothing.  A span is owned by
+ * one thread, so every class a thread touches costs it a page of its own,
+ * and an idle poold worker with four keep-alive connections held objects
+ * of nine classes, nine 4 KiB pages at least, where glibc's heap packs
+ * them into two or three (8 workers: 707 KiB of arena against 491 with
+ * lenders).  Two lenders rather than every power of two: an Apache child
+ * keeps a few objects of 96, 128 and 256 bytes, and of 512 and 1024, for
+ * good, which take two pages so and four with a lender per power of two
+ * (32 children: 140 KiB less arena).  The objects lent never take more
+ * pages than the classes would have on their own (4 KiB, an OS page,
+ * each), though each takes up to 16 times its size; a class used beyond
+ * them takes spans of its own. */
 #define POOL_LIGHT_BYTES (4u << 10)
 #define POOL_LIGHT_MAX_SIZE 1024u
 
@@ -164,9 +169,9 @@ static void class_geometry(pool_class_t *c, uint32_t size)
 static void class_light(unsigned cls)
 {
     pool_class_t *c = &pool_classes_[cls];
-    uint32_t to = 128;
+    uint32_t to = 256;
     while (to < c->size)
-        to *= 2;
+        to *= 4;
     c->light_class = (uint8_t)cls;
     c->light_max = 0;
     if (to == c->size || to > POOL_LIGHT_MAX_SIZE)

@@ -230,7 +230,7 @@ static bool inbox_push(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls,
  * would otherwise take a page in each of their classes; these go to the
  * light class's pages, which the thread uses anyway.  Once only, so that a
  * thread that keeps what it takes in each quiet spell cannot pile up
- * light objects, each up to eight times its size: the budget bounds them
+ * light objects, each up to sixteen times its size: the budget bounds them
  * at twice the first. */
 static void relight(pool_tcache_sh_t *tc, unsigned cls, bool held)
 {

@@ -74,13 +74,12 @@ START_TEST(test_class_geometry)
         ck_assert_msg(c->watermark == (bin > 2u * c->max_batch ? bin : 2u * c->max_batch),
                       "class %u: watermark %u for batches of %u", cls, c->watermark,
                       c->max_batch);
-        /* Up to 1 KiB, a class under 128 bytes or no power of two borrows
-         * 4 KiB of the next power of two of at least 128 bytes, which
-         * borrows nothing. */
+        /* A class under 256 bytes borrows 4 KiB of the 256-byte class, one
+         * between 256 bytes and 1 KiB 4 KiB of the 1 KiB class; neither
+         * lender borrows. */
         const pool_class_t *l = &pool_classes_[c->light_class];
-        if (c->size < 128 || (c->size <= 1024 && (c->size & (c->size - 1)) != 0)) {
-            ck_assert_msg(l->size >= 128 && (l->size & (l->size - 1)) == 0 &&
-                              l->size > c->size && l->size < 2 * c->size + 128,
+        if (c->size < 1024 && c->size != 256) {
+            ck_assert_msg(l->size == (c->size < 256 ? 256u : 1024u),
                           "class %u borrows from %u bytes", cls, l->size);
             ck_assert_msg((size_t)c->light_max * l->size == 4096 && l->light_max == 0,
                           "class %u borrows %u", cls, c->light_max);

@@ -272,37 +272,38 @@ START_TEST(test_usable_size_of_every_kind)
 }
 END_TEST
 
-/* A thread's first objects of a class up to 1 KiB come from the class of
- * the next power of two (at least 128 bytes), 4 KiB of it per class: an
+/* A thread's first objects of a class up to 1 KiB come from the 256-byte
+ * class below it and the 1 KiB class above, 4 KiB of it per class: an
  * idle process's few objects of many classes share a few spans instead
  * of taking a page each.  A class used beyond that has spans of its own;
- * powers of two and classes over 1 KiB lend nothing. */
+ * the lenders and classes over 1 KiB lend nothing. */
 START_TEST(test_light_classes_borrow)
 {
-    static const size_t sizes[] = { 16, 48, 100, 144, 240, 288, 480, 576, 960 };
-    static const size_t lender[] = { 128, 128, 128, 256, 256, 512, 512, 1024, 1024 };
+    static const size_t sizes[] = { 16, 48, 100, 128, 144, 240, 288, 480, 512, 576, 960 };
+    static const size_t lender[] = { 256, 256, 256, 256, 256, 256, 1024, 1024, 1024, 1024, 1024 };
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         void *p = pool_malloc(sizes[i]);
         ck_assert_uint_eq(pool_usable_size(p), lender[i]);
     }
-    /* The first three share one span of 128-byte objects. */
-    void *a = pool_malloc(16), *b = pool_malloc(64), *c = pool_malloc(112);
+    /* Three classes share one span of 256-byte objects. */
+    void *a = pool_malloc(16), *b = pool_malloc(64), *c = pool_malloc(200);
     uint32_t oi;
     pool_span_sh_t *s = pool_object_span_(&pool_arena_, a, &oi);
     ck_assert_ptr_nonnull(s);
     ck_assert_ptr_eq(pool_object_span_(&pool_arena_, b, &oi), s);
     ck_assert_ptr_eq(pool_object_span_(&pool_arena_, c, &oi), s);
     /* Freed, a borrowed object goes back to its own class's bin. */
-    uint32_t len = len_of(128);
+    uint32_t len = len_of(256);
     pool_free(b);
-    ck_assert_uint_eq(len_of(128), len + 1);
+    ck_assert_uint_eq(len_of(256), len + 1);
     ck_assert_uint_eq(len_of(64), 0);
-    /* 32 of 16 bytes (two taken above), then the class's own. */
-    for (int i = 2; i < 4096 / 128; i++)
-        ck_assert_uint_eq(pool_usable_size(pool_malloc(16)), 128);
+    /* 16 of 16 bytes (two taken above), then the class's own. */
+    for (int i = 2; i < 4096 / 256; i++)
+        ck_assert_uint_eq(pool_usable_size(pool_malloc(16)), 256);
     ck_assert_uint_eq(pool_usable_size(pool_malloc(16)), 16);
     ck_assert_uint_eq(pool_usable_size(pool_malloc(16)), 16);
     ck_assert_uint_eq(pool_usable_size(pool_malloc(256)), 256);
+    ck_assert_uint_eq(pool_usable_size(pool_malloc(1024)), 1024);
     ck_assert_uint_eq(pool_usable_size(pool_malloc(1152)), 1152);
     pool_test_assert_consistent();
 }
@@ -317,9 +318,9 @@ START_TEST(test_light_budget_given_back_once)
     for (int round = 0; round < 2; round++) {
         for (int i = 0; i < 64; i++)
             p[i] = pool_malloc(16);
-        ck_assert_uint_eq(pool_usable_size(p[0]), 128);
-        ck_assert_uint_eq(pool_usable_size(p[4096 / 128 - 1]), 128);
-        ck_assert_uint_eq(pool_usable_size(p[4096 / 128]), 16);
+        ck_assert_uint_eq(pool_usable_size(p[0]), 256);
+        ck_assert_uint_eq(pool_usable_size(p[4096 / 256 - 1]), 256);
+        ck_assert_uint_eq(pool_usable_size(p[4096 / 256]), 16);
         for (int i = 0; i < 64; i++)
             pool_free(p[i]);
         pool_thread_flush();
