@@ -136,8 +136,9 @@ POOL_API size_t pool_stats_json(char *buf, size_t cap);
 /* Flush the calling thread's cache to the central caches (tests, detach). */
 POOL_API void pool_thread_flush(void);
 
-/* Give half of each bin of the calling thread's cache back to the central
- * caches, keeping the most recently freed half, halve each bin's next
+/* Give three quarters of each bin of the calling thread's cache back to
+ * the central caches, keeping the most recently freed quarter, halve each
+ * bin's next
  * refill (slow start doubles it again), and end the decay period
  * of every class that has gone quiet: the empty spans it kept through a
  * whole period, but one, go to the page heap, whose own decay gives them

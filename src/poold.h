@@ -182,9 +182,9 @@ pid_t pd_alloc_stalled(unsigned ms);
  * PD_AGAIN when a live process held the page-heap lock for 200 ms (a
  * stuck holder: nothing was done; call again later, never block on it). */
 int pd_alloc_decay(void);
-/* Give half of the calling worker's thread cache back, and its quiet
- * classes' kept empty spans: the worker's part, once a second, so that
- * a burst's memory leaves a worker that has gone quiet. */
+/* Give three quarters of the calling worker's thread cache back, and its
+ * quiet classes' kept empty spans: the worker's part, once a second, so
+ * that a burst's memory leaves a worker that has gone quiet. */
 void pd_alloc_scavenge(void);
 
 /* ------------------------------------------------------------------------ */

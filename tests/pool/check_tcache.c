@@ -81,9 +81,9 @@ START_TEST(test_slow_start)
 }
 END_TEST
 
-/* pool_thread_scavenge gives half of each bin back and keeps the most
- * recently freed half; calls enough to halve the bin to nothing empty it. */
-START_TEST(test_scavenge_halves_bins)
+/* pool_thread_scavenge gives three quarters of each bin back and keeps the
+ * most recently freed quarter; enough calls empty it. */
+START_TEST(test_scavenge_quarters_bins)
 {
     static void *p[1000];
     for (int i = 0; i < 1000; i++)
@@ -94,14 +94,14 @@ START_TEST(test_scavenge_halves_bins)
     ck_assert_uint_ge(len, 1000);
     ck_assert_ptr_eq(head_of(48), p[999]);
     pool_thread_scavenge();
-    ck_assert_uint_eq(len_of(48), len / 2);
+    ck_assert_uint_eq(len_of(48), len / 4);
     ck_assert_ptr_eq(head_of(48), p[999]);
     uint32_t n = 0;
     for (void *q = head_of(48); q != NULL; q = *(void **)q)
         n++;
-    ck_assert_uint_eq(n, len / 2);
+    ck_assert_uint_eq(n, len / 4);
     pool_test_assert_consistent();
-    for (int i = 0; i < 11; i++)
+    for (int i = 0; i < 6; i++)
         pool_thread_scavenge();
     ck_assert_uint_eq(len_of(48), 0);
     ck_assert_ptr_null(head_of(48));
@@ -109,7 +109,7 @@ START_TEST(test_scavenge_halves_bins)
 }
 END_TEST
 
-/* The batch halves with the bin: after a burst grew it to the class's
+/* The batch halves at each scavenge: after a burst grew it to the class's
  * largest, a light load's refills fetch a little, not a burst's batch,
  * once a few scavenges have run. */
 START_TEST(test_scavenge_halves_batch)
@@ -891,7 +891,7 @@ Suite *make_tcache_suite(void)
     tcase_add_checked_fixture(tc, pool_test_create_attach, pool_test_destroy);
     tcase_add_test(tc, test_slow_start);
     tcase_add_test(tc, test_usable_size_of_every_kind);
-    tcase_add_test(tc, test_scavenge_halves_bins);
+    tcase_add_test(tc, test_scavenge_quarters_bins);
     tcase_add_test(tc, test_scavenge_halves_batch);
     tcase_add_test(tc, test_watermark_releases_a_batch);
     tcase_add_test(tc, test_random_sizes_keep_content);

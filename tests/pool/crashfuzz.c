@@ -410,8 +410,8 @@ static const char *const first_deaths[] = {
 #define LIVE 1500
 
 /* What a quiet worker's timer does, with every class's decay period made
- * twice over first: half of each bin back, and the quiet classes' empty
- * spans, but one, to the page heap. */
+ * twice over first: three quarters of each bin back, and the quiet
+ * classes' empty spans, but one, to the page heap. */
 static void scavenge_quiet(void)
 {
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)

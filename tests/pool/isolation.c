@@ -100,7 +100,7 @@ static void bystander(void)
     void (*scavenge)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "pool_thread_scavenge");
     if (scavenge == NULL)
         _exit(3);
-    /* Each gives half of every bin back. */
+    /* Each gives three quarters of every bin back. */
     for (int i = 0; i < 16; i++)
         scavenge();
     sh->ready = 1;
