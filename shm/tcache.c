@@ -282,10 +282,10 @@ void pool_thread_scavenge(void)
         if (len == 0)
             continue;
         /* The first quarter stays: the most recently freed, warmest.
-         * Keeping half drained a burst's bins over six seconds, so that
-         * 5 s after a burst the whole server still held 8-13 % more than
-         * 30 s after (poold, 8 workers); a quarter drains them in three,
-         * and a load that needs more refills once a second. */
+         * A burst's bins are then empty within three scavenges, so that
+         * a server called every second is back to its settled size 5 s
+         * after the burst; a load that needs more than a quarter refills
+         * once a second. */
         uint32_t keep = len / 4;
         void **link = &tc->heads[cls];
         for (uint32_t i = 0; i < keep; i++)
