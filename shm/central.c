@@ -388,8 +388,13 @@ static void shed_empties(pool_arena_t *a, unsigned cls, uint32_t due, uint16_t t
  * would otherwise take a span from the page heap at its next fetch; a
  * period no release ended for two has seen none for a second at least
  * (a release ends one over a second old), and the last one goes too.
+ * `quiet`: no operation of the class's own ends the period
+ * (pool_central_decay_), and the class counts as in use only if empty
+ * spans came to it during the period, so that a class gone quiet sheds
+ * all of them at the end of the first period they spent empty.
  * REQUIRES: class lock and an operation begun on its journal. */
-static void decay_empties(pool_arena_t *a, unsigned cls, uint16_t tag, uint32_t *leaving)
+static void decay_empties(pool_arena_t *a, unsigned cls, uint16_t tag, bool quiet,
+                          uint32_t *leaving)
 {
     pool_central_sh_t *c = &a->central[cls];
     pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
@@ -400,7 +405,8 @@ static void decay_empties(pool_arena_t *a, unsigned cls, uint16_t tag, uint32_t 
                                           &pool_lock_watch_(a, POOL_LOCK_CENTRAL, cls)->xsince_ns);
     if (now - c->decay_start_ns < POOL_DECAY_NS)
         return;
-    uint32_t keep = now - c->decay_start_ns < 2 * POOL_DECAY_NS ? 1 : 0;
+    bool in_use = !quiet || c->nempty > c->nempty_min;
+    uint32_t keep = in_use && now - c->decay_start_ns < 2 * POOL_DECAY_NS ? 1 : 0;
     shed_empties(a, cls, c->nempty_min > keep ? c->nempty_min - keep : 0, tag, leaving);
     pool_journal_step_(j);
     POOL_JSET(j, c->decay_start_ns, now);
@@ -577,7 +583,7 @@ void pool_central_release_(pool_arena_t *a, unsigned cls, void *const *objs, uin
     }
     flush_groups(a, cls, g, ng, tc, tag, &leaving);
     pool_journal_step_(j);
-    decay_empties(a, cls, tag, &idle);
+    decay_empties(a, cls, tag, false, &idle);
     if (pool_config_stats) {
         a->cstats[cls].releases++;
         a->cstats[cls].released += n;
@@ -592,17 +598,17 @@ void pool_central_decay_(pool_arena_t *a, unsigned cls, uint16_t tag)
 {
     pool_central_sh_t *c = &a->central[cls];
     /* Read without the lock: a class with no empty span, or whose
-     * period its own operations still end, costs nothing. */
+     * period has not run its length, costs nothing. */
     if (pool_atomic_load_relaxed(&c->nempty) == 0 ||
         pool_prim_now_coarse_ns_() - pool_atomic_load_relaxed(&c->decay_start_ns) <
-            2 * POOL_DECAY_NS)
+            POOL_DECAY_NS)
         return;
     uint32_t leaving = POOL_NIL;
     if (!pool_lock_try_(a, &c->lock, POOL_LOCK_CENTRAL, cls))
         return;
     pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
     pool_journal_begin_(j, POOL_OP_RELEASE);
-    decay_empties(a, cls, tag, &leaving);
+    decay_empties(a, cls, tag, true, &leaving);
     pool_journal_commit_(j);
     pool_unlock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
     send_leaving(a, cls, leaving, true);

@@ -296,10 +296,11 @@ uint32_t pool_central_fetch_(pool_arena_t *a, unsigned cls, uint32_t n, pool_tca
  * the class lock is dropped (a few are kept per class).  Aborts naming the
  * object on a pointer that is not a handed-out object of the class. */
 void pool_central_release_(pool_arena_t *a, unsigned cls, void *const *objs, uint32_t n);
-/* End the class's decay period when no operation of its own has ended it
- * in twice its length (a class gone quiet would keep its empty spans): the
- * empty spans it kept throughout, but one, go to the page heap, marked
- * LEAVING for `tag` on their way.  Cheap when there is nothing to do.
+/* End the class's decay period once it has run its length and no
+ * operation of its own has ended it (a class gone quiet would keep its
+ * empty spans): the empty spans it kept throughout go to the page heap,
+ * marked LEAVING for `tag` on their way; one stays if empty spans came to
+ * the class during the period and it is less than twice its length old.  Cheap when there is nothing to do.
  * Tries the class lock, and does nothing when another holds it (the
  * class is busy, and its own operations end its periods); then takes the
  * page-heap lock with it dropped. */

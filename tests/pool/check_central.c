@@ -155,33 +155,32 @@ START_TEST(test_empty_spans_decay)
 }
 END_TEST
 
-/* A class gone quiet: pool_central_decay_ ends its period only once that
- * has run twice its length with no operation of the class's own, and
- * then gives every span that stayed empty all of it to the page heap, the
- * last one too: no release came by for a second at least. */
+/* A class gone quiet: pool_central_decay_ ends its period once it has run
+ * its length with no operation of the class's own.  Empty spans came to
+ * the class during that period, so it is in use and keeps one of those
+ * that stayed empty all of it; the next period, to which none came, ends
+ * with none kept. */
 START_TEST(test_quiet_class_decays)
 {
     pool_arena_t *a = &pool_arena_;
     pool_central_sh_t *c = &a->central[CLS_96];
     three_empty_spans(a);
     ck_assert_uint_eq(c->nempty, 3);
+    ck_assert_uint_eq(c->nempty_min, 1);
     uint64_t frees = a->ph->frees;
     pool_central_decay_(a, CLS_96, 0); /* the period has just begun */
-    c->decay_start_ns -= POOL_DECAY_NS; /* over: the class's next operation ends it */
-    pool_central_decay_(a, CLS_96, 0);
-    ck_assert_uint_eq(c->nempty, 3);
-    ck_assert_uint_eq(a->ph->frees, frees);
-    /* Twice its length: ended.  The first span released started it (its
-     * release ended the one before) and stayed empty all of it; the other
-     * two emptied during it. */
+    ck_assert_uint_eq(c->nempty_min, 1);
+    /* Over: the first span released started it (its release ended the
+     * one before) and stayed empty all of it, and is the one kept; the
+     * other two emptied during it. */
     c->decay_start_ns -= POOL_DECAY_NS;
     pool_central_decay_(a, CLS_96, 0);
-    ck_assert_uint_eq(c->nempty, 2);
-    ck_assert_uint_eq(c->nempty_min, 2);
-    ck_assert_uint_eq(a->ph->frees, frees + 1);
+    ck_assert_uint_eq(c->nempty, 3);
+    ck_assert_uint_eq(c->nempty_min, 3);
+    ck_assert_uint_eq(a->ph->frees, frees);
     pool_test_assert_consistent();
-    /* A quiet period through which both stayed empty: none is kept. */
-    c->decay_start_ns -= 2 * POOL_DECAY_NS;
+    /* A quiet period through which all three stayed empty: none is kept. */
+    c->decay_start_ns -= POOL_DECAY_NS;
     pool_central_decay_(a, CLS_96, 0);
     ck_assert_uint_eq(c->nempty, 0);
     ck_assert_uint_eq(c->nspans, 0);
