@@ -389,9 +389,10 @@ static void shed_empties(pool_arena_t *a, unsigned cls, uint32_t due, uint16_t t
  * period no release ended for two has seen none for a second at least
  * (a release ends one over a second old), and the last one goes too.
  * `quiet`: no operation of the class's own ends the period
- * (pool_central_decay_), and the class counts as in use only if empty
- * spans came to it during the period, so that a class gone quiet sheds
- * all of them at the end of the first period they spent empty.
+ * (pool_central_decay_), and the class counts as in use only if one of
+ * its spans emptied during the period (its empty count rose above the
+ * period's low), so that a class gone quiet sheds all of them at the end
+ * of the first period they spent empty.
  * REQUIRES: class lock and an operation begun on its journal. */
 static void decay_empties(pool_arena_t *a, unsigned cls, uint16_t tag, bool quiet,
                           uint32_t *leaving)

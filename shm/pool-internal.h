@@ -299,8 +299,9 @@ void pool_central_release_(pool_arena_t *a, unsigned cls, void *const *objs, uin
 /* End the class's decay period once it has run its length and no
  * operation of its own has ended it (a class gone quiet would keep its
  * empty spans): the empty spans it kept throughout go to the page heap,
- * marked LEAVING for `tag` on their way; one stays if empty spans came to
- * the class during the period and it is less than twice its length old.  Cheap when there is nothing to do.
+ * marked LEAVING for `tag` on their way; one stays if one of the class's
+ * spans emptied during the period and it is less than twice its length
+ * old.  Cheap when there is nothing to do.
  * Tries the class lock, and does nothing when another holds it (the
  * class is busy, and its own operations end its periods); then takes the
  * page-heap lock with it dropped. */
