@@ -140,8 +140,9 @@ POOL_API void pool_thread_flush(void);
  * the central caches, keeping the most recently freed quarter, halve each
  * bin's next refill (slow start doubles it again), and end the decay
  * period of every class that has gone quiet: the empty spans it kept
- * through a whole period, but one, go to the page heap, whose own decay
- * gives them to the OS at the end of its current period.  A thread that
+ * through a whole period go to the page heap (one stays if a span of the
+ * class emptied in that period), whose own decay gives them to the OS at
+ * the end of its current period.  A thread that
  * calls it every second or so (poold's workers do, from their one-second
  * timer) drains what a burst left in its cache and its classes within
  * seconds of going quiet, and costs a busy one a refill a second; nothing
