@@ -615,6 +615,25 @@ static int plan(pool_arena_t *a, uint32_t npages, uint32_t align, uint16_t tag, 
     return take < carve ? PLAN_TAKE : PLAN_CARVE;
 }
 
+/* Pages in memory that another process may have used and this one is about
+ * to write, read a fault-around window at a time (pool_map_around),
+ * outside the lock: one read fault maps what a window holds in memory.  A
+ * big span this process freed is not read again: those reads, cache and
+ * TLB misses over pages it maps, cost large's blocks of 5-120 MiB a tenth
+ * of their time.  (A tag passes to the next process to attach, and a free
+ * span keeps its taker's: such a newcomer writes a span its tag once took
+ * with a fault a page.)  Pages a merge joined to given-back ones count as
+ * kept, so a window may read one of those, which a block's writer would
+ * most often touch anyway. */
+static void map_kept(const pool_arena_t *a, uint32_t idx, uint32_t npages)
+{
+    uintptr_t p = a->data + ((uintptr_t)idx << POOL_PAGE_SHIFT);
+    uintptr_t end = p + ((uintptr_t)npages << POOL_PAGE_SHIFT);
+    pool_map_around((const void *)p);
+    for (p = (p | (POOL_FAULT_AROUND - 1)) + 1; p < end; p += POOL_FAULT_AROUND)
+        pool_map_around((const void *)p);
+}
+
 uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_pages,
                               unsigned cls, uint16_t owner)
 {
@@ -629,7 +648,7 @@ uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_p
     ph->allocs++;
     uint16_t tag = owner <= POOL_MAX_TAG ? owner : POOL_NO_TAG;
     bool long_request = cls == 0 && npages >= POOL_FREE_LISTS;
-    uint32_t idx;
+    uint32_t idx, kept = 0; /* pages taken in memory, not known to be this process's */
     int how = plan(a, npages, align_pages, long_request ? tag : POOL_NO_TAG, &idx);
     if (how == PLAN_TAKE) {
         pool_span_sh_t *s = &a->spans[idx];
@@ -645,6 +664,7 @@ uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_p
             lead = len - npages;
         uint8_t returned = s->returned;
         uint16_t mapped_by = s->owner;
+        bool own = mapped_rank(s, tag) == MAPPED_OWN;
         list_remove(a, j, idx);
         POOL_CRASH_POINT("pageheap.take");
         POOL_JSET(j, ph->free_pages, ph->free_pages - len);
@@ -669,8 +689,12 @@ uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_p
         }
         if (returned)
             ph->reused_returned += npages;
+        else if (!own)
+            kept = npages;
     } else if (how == PLAN_EXTEND) {
         pool_span_sh_t *s = &a->spans[idx];
+        if (!s->returned && mapped_rank(s, tag) != MAPPED_OWN)
+            kept = s->npages;
         list_remove(a, j, idx);
         POOL_JSET(j, ph->free_pages, ph->free_pages - s->npages);
         if (s->returned) {
@@ -702,6 +726,8 @@ uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_p
     pool_journal_commit_(j);
     decay(a);
     pool_unlock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
+    if (kept > 0 && a->hdr->shared)
+        map_kept(a, idx, kept);
     return idx;
 }
 

@@ -270,6 +270,21 @@ static inline void *pool_span_addr(const pool_arena_t *a, const pool_span_sh_t *
     return (void *)(a->data + ((uintptr_t)s->start << POOL_PAGE_SHIFT));
 }
 
+/* A process maps each page of the shared arena on its own first touch of
+ * it, even a page another process has in memory already, and a write fault
+ * maps its one page.  A read fault maps the pages of the aligned window
+ * around it that are in memory (the kernel's fault-around, 64 KiB unless
+ * tuned): so a process about to write pages that others may have used
+ * reads one byte a window first, one fault for up to 16 pages where a
+ * private heap would have faulted none.  The caller reads only pages it is
+ * about to write anyway: a read of a page not in memory allocates it. */
+#define POOL_FAULT_AROUND ((uintptr_t)65536)
+
+static inline void pool_map_around(const void *p)
+{
+    (void)*(const volatile char *)p;
+}
+
 /* ------------------------------------------------------------------------ */
 /* central.c                                                                 */
 /* ------------------------------------------------------------------------ */

@@ -359,6 +359,22 @@ void pool_debug_on_free_(void *p)
 /* Taking and giving back                                                    */
 /* ------------------------------------------------------------------------ */
 
+/* Before a refill links its objects (in address order), the first object
+ * of each fault-around window they lie in is read: their spans may have
+ * served another process, whose pages this one has not mapped. */
+static void map_objects(void *const *objs, uint32_t n)
+{
+    uintptr_t window = (uintptr_t)objs[0] / POOL_FAULT_AROUND;
+    pool_map_around(objs[0]);
+    if ((uintptr_t)objs[n - 1] / POOL_FAULT_AROUND == window)
+        return;
+    for (uint32_t i = 1; i < n; i++)
+        if ((uintptr_t)objs[i] / POOL_FAULT_AROUND != window) {
+            window = (uintptr_t)objs[i] / POOL_FAULT_AROUND;
+            pool_map_around(objs[i]);
+        }
+}
+
 /* Refill an empty bin from the central cache.  Returns false when the arena
  * is exhausted. */
 static bool refill(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
@@ -378,6 +394,8 @@ static bool refill(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
      * in memory.  The spans are this cache's own: its page map sends their
      * objects' frees to its bins (the page an object starts in is the one
      * a free looks up). */
+    if (a->hdr->shared)
+        map_objects(objs, got);
     uint8_t *pm = (uint8_t *)tc->pm_class;
     for (uint32_t i = got; i-- > 0;) {
         pm[((uintptr_t)objs[i] - tc->base) >> POOL_PAGE_SHIFT] = (uint8_t)cls;

@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -462,9 +461,7 @@ START_TEST(test_fork_private_copy_on_write)
     pid_t pid = fork();
     ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
     if (pid == 0) {
-        struct rusage ru;
-        getrusage(RUSAGE_SELF, &ru);
-        sh->child_faults = ru.ru_minflt;
+        sh->child_faults = pool_test_minor_faults();
         sh->child_private_kb = private_kb();
         if (!samples_are(big, N, 1))
             child_fail(sh, "the child's copy differs from the heap at fork");

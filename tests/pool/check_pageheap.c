@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "check_pool.h"
 #include "../programs/pattern.h"
@@ -513,6 +515,73 @@ START_TEST(test_exhaustion_falls_back)
 }
 END_TEST
 
+/* A process that takes pages another has used maps them a fault-around
+ * window at a time: worker B, taking the big span worker A wrote and freed
+ * while A lives on, writes its 480 KiB with a fraction of a fault a page
+ * (one a page before: a write fault maps its page only).  A span that was
+ * given back is not read ahead: its pages stay without memory until
+ * written. */
+START_TEST(test_taker_maps_used_pages_around)
+{
+    pool_arena_t *a = &pool_arena_;
+    size_t bytes = 60 * POOL_PAGE_SIZE;
+    size_t os_pages = bytes / pool_prim_os_page_size_();
+    int freed[2], done[2];
+    ck_assert_int_eq(pipe(freed), 0);
+    ck_assert_int_eq(pipe(done), 0);
+    pid_t wa = pool_test_fork_worker();
+    if (wa == 0) {
+        close(freed[0]);
+        close(done[1]);
+        char *p = pool_malloc(bytes);
+        if (p == NULL || !pool_owns(p))
+            _exit(3);
+        memset(p, 1, bytes);
+        pool_free(p);
+        /* Taken again within the period: the cushion keeps it mapped. */
+        if (pool_malloc(bytes) != p)
+            _exit(3);
+        pool_free(p);
+        char c;
+        if (write(freed[1], &p, sizeof p) != sizeof p || read(done[0], &c, 1) != 0)
+            _exit(4);
+        _exit(0);
+    }
+    close(freed[1]);
+    close(done[0]);
+    char *p = NULL;
+    ck_assert_int_eq(read(freed[0], &p, sizeof p), sizeof p);
+    uint64_t reused_returned = a->ph->reused_returned;
+    pid_t wb = pool_test_fork_worker();
+    if (wb == 0) {
+        long f0 = pool_test_minor_faults();
+        char *q = pool_malloc(bytes);
+        if (q != p || a->ph->reused_returned != reused_returned)
+            _exit(3);
+        memset(q, 2, bytes);
+        long faults = pool_test_minor_faults() - f0;
+        _exit(faults < (long)os_pages / 2 ? 0 : 4);
+    }
+    int status = pool_test_join_worker(wb);
+    close(done[1]);
+    ck_assert_int_eq(pool_test_join_worker(wa), 0);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "worker B (2: no attach, 3: not A's kept span, 4: a fault or more every "
+                  "other page of %zu): status %#x",
+                  os_pages, status);
+    close(freed[0]);
+    /* Given back, then taken: nothing resident until written. */
+    pool_pageheap_trim_(a);
+    ck_assert_uint_ge(a->ph->returned_pages, 60);
+    char *r = pool_malloc(bytes);
+    ck_assert_ptr_eq(r, p);
+    ck_assert_msg(!pool_test_any_resident((uintptr_t)r, (uintptr_t)r + bytes),
+                  "a given-back span was read ahead");
+    pool_free(r);
+    pool_test_assert_consistent();
+}
+END_TEST
+
 /* Stats builds time each hold of a lock: two page-heap operations add two
  * acquisitions and a hold that is more than nothing and less than the
  * time around them.  Other builds count nothing. */
@@ -561,6 +630,7 @@ Suite *make_pageheap_suite(void)
     tcase_add_test(tc, test_cushion_follows_reuse);
     tcase_add_test(tc, test_exhaustion_falls_back);
     tcase_add_test(tc, test_lock_hold_counted);
+    tcase_add_test(tc, test_taker_maps_used_pages_around);
     suite_add_tcase(s, tc);
     return s;
 }

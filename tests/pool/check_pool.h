@@ -49,6 +49,18 @@ void pool_test_assert_settled(size_t in_use);
  * (mincore). */
 bool pool_test_any_resident(uintptr_t lo, uintptr_t hi);
 
+/* Minor page faults the calling process has taken so far. */
+long pool_test_minor_faults(void);
+
+/* A child that attaches to the arena itself, as a server's worker does:
+ * the caller detaches first (a child of an attached process gets a private
+ * copy).  Returns 0 in the child, attached (it exits 2 when it cannot
+ * attach), and the child's pid in the caller.  pool_test_join_worker
+ * waits for one, attaches the caller again if it is not, and returns the
+ * child's status. */
+pid_t pool_test_fork_worker(void);
+int pool_test_join_worker(pid_t pid);
+
 /* Child processes: wait for pid (retrying on EINTR) and return its status;
  * fail the test unless it exited 0, or unless SIGKILL killed it. */
 int pool_test_wait(pid_t pid);

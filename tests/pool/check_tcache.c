@@ -81,6 +81,48 @@ START_TEST(test_slow_start)
 }
 END_TEST
 
+/* A refill's objects may lie on pages another process used; it reads the
+ * first of each fault-around window before linking them, so a child that
+ * takes the 16 KiB objects its parent wrote and freed writes them with a
+ * fraction of a fault a page (one a page before: a write fault maps its
+ * page only). */
+START_TEST(test_refill_maps_used_pages_around)
+{
+    enum { N = 64, SIZE = 16384 };
+    static char *mine[N];
+    size_t os_pages = (size_t)N * SIZE / pool_prim_os_page_size_();
+    for (unsigned i = 0; i < N; i++) {
+        mine[i] = pool_malloc(SIZE);
+        ck_assert(mine[i] != NULL && pool_owns(mine[i]));
+        memset(mine[i], 1, SIZE);
+    }
+    for (unsigned i = 0; i < N; i++)
+        pool_free(mine[i]);
+    /* Detaching flushes this thread's cache to the central lists. */
+    pid_t pid = pool_test_fork_worker();
+    if (pid == 0) {
+        long f0 = pool_test_minor_faults();
+        unsigned reused = 0;
+        for (unsigned i = 0; i < N; i++) {
+            char *q = pool_malloc(SIZE);
+            if (q == NULL)
+                _exit(3);
+            for (unsigned k = 0; k < N; k++)
+                reused += q == mine[k];
+            memset(q, 2, SIZE);
+        }
+        long faults = pool_test_minor_faults() - f0;
+        _exit(reused < N / 2 ? 3 : faults < (long)os_pages / 2 ? 0 : 4);
+    }
+    int status = pool_test_join_worker(pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "the child (2: no attach, 3: not the parent's objects, 4: a fault or more "
+                  "every other page of %zu): status %#x",
+                  os_pages, status);
+    pool_test_assert_consistent();
+}
+END_TEST
+
 /* pool_thread_scavenge gives three quarters of each bin back and keeps the
  * most recently freed quarter; enough calls empty it. */
 START_TEST(test_scavenge_quarters_bins)
@@ -890,6 +932,7 @@ Suite *make_tcache_suite(void)
     TCase *tc = tcase_create("bins");
     tcase_add_checked_fixture(tc, pool_test_create_attach, pool_test_destroy);
     tcase_add_test(tc, test_slow_start);
+    tcase_add_test(tc, test_refill_maps_used_pages_around);
     tcase_add_test(tc, test_usable_size_of_every_kind);
     tcase_add_test(tc, test_scavenge_quarters_bins);
     tcase_add_test(tc, test_scavenge_halves_batch);

@@ -7,7 +7,9 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include "check_pool.h"
@@ -46,6 +48,33 @@ bool pool_test_any_resident(uintptr_t lo, uintptr_t hi)
             return true;
     }
     return false;
+}
+
+long pool_test_minor_faults(void)
+{
+    struct rusage ru;
+    ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru), 0);
+    return ru.ru_minflt;
+}
+
+pid_t pool_test_fork_worker(void)
+{
+    pool_detach();
+    pid_t pid = fork();
+    ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0 && pool_attach() != 0)
+        _exit(2);
+    return pid;
+}
+
+int pool_test_join_worker(pid_t pid)
+{
+    int status = pool_test_wait(pid);
+    if (!pool_attached()) {
+        int rc = pool_attach();
+        ck_assert_msg(rc == 0, "pool_attach: %s", strerror(rc));
+    }
+    return status;
 }
 
 void pool_test_assert_consistent(void)
