@@ -18,10 +18,13 @@
  * first touch in a child of shared memory
  * its parent already touched (the page exists and only needs mapping: the
  * shared heap's case); and a second touch (the loop itself, no fault).
- * Then the remedy a shared heap could try, MADV_POPULATE_WRITE: what
- * mapping the pages in one call costs a child, what its first touch costs
- * after that, and what the call costs again over pages already mapped
- * (the price of not knowing which pages a process maps).  Median of five.
+ * Then two remedies: the pool's, a read of one byte a 64 KiB window before
+ * the writes (a read fault maps the window's pages that are in memory, the
+ * kernel's fault-around; a write fault maps one page), the read and the
+ * touch together; and MADV_POPULATE_WRITE: what mapping the pages in one
+ * call costs a child, what its first touch costs after that, and what the
+ * call costs again over pages already mapped (the price of not knowing
+ * which pages a process maps).  Median of five.
  * Usage: faultcost [MiB]
  */
 #include "config.h"
@@ -41,6 +44,7 @@
 
 #define STRIDE 4096
 #define ROUNDS 5
+#define AROUND 65536 /* the kernel's fault-around window, unless tuned */
 
 static long minor_faults(void)
 {
@@ -82,7 +86,7 @@ static void *map(size_t len, int flags)
 typedef struct child_result_s {
     double parent_ns;      /* the parent's first touch, which allocates */
     long parent_faults;
-    double ns;             /* first touch */
+    double ns;             /* first touch (with the reads before it, for AROUND) */
     long faults;
     double populate_ns;    /* MADV_POPULATE_WRITE before the touch */
     double repopulate_ns;  /* the same call again, after it */
@@ -103,11 +107,28 @@ static double populate(char *p, size_t len)
     return -1;
 }
 
-/* A child's first touch of shared pages the parent has touched, after
- * populating them if `populated`: the child writes its figures into the
- * shared result. */
-static child_result_t shared_in_child(size_t len, bool populated)
+/* How a child comes to its first touch: plainly, after a read of a byte a
+ * window, or after MADV_POPULATE_WRITE. */
+enum { PLAIN, READ_AROUND, POPULATED };
+
+/* The reads, then the touch: ns per page of the two, and their faults. */
+static double touch_around(volatile char *p, size_t len, long *faults)
 {
+    long f0 = minor_faults(), touch_faults;
+    double t0 = probe_now_ns();
+    for (size_t off = 0; off < len; off += AROUND)
+        (void)p[off];
+    double read_ns = probe_now_ns() - t0;
+    double ns = touch(p, len, &touch_faults);
+    *faults = minor_faults() - f0;
+    return read_ns / (double)(len / STRIDE) + ns;
+}
+
+/* A child's first touch of shared pages the parent has touched, the way
+ * `how` says: the child writes its figures into the shared result. */
+static child_result_t shared_in_child(size_t len, int how)
+{
+    bool populated = how == POPULATED;
     char *p = map(len, MAP_SHARED);
     child_result_t *out = map(sizeof *out, MAP_SHARED);
     long parent_faults;
@@ -120,7 +141,8 @@ static child_result_t shared_in_child(size_t len, bool populated)
     }
     if (pid == 0) {
         out->populate_ns = populated ? populate(p, len) : -1;
-        out->ns = touch(p, len, &out->faults);
+        out->ns = how == READ_AROUND ? touch_around(p, len, &out->faults)
+                                     : touch(p, len, &out->faults);
         out->repopulate_ns = populated ? populate(p, len) : -1;
         _exit(0);
     }
@@ -156,8 +178,9 @@ static void usage(FILE *f)
     fprintf(f, "usage: faultcost [MiB]   (1 to 4096, default 64)\n"
                "What a first touch costs, in ns per 4 KiB page over MiB touched: private\n"
                "memory (base pages, then as the system maps it), shared memory (fresh, with\n"
-               "MADV_HUGEPAGE, in a second process), a page touched again, and\n"
-               "MADV_POPULATE_WRITE over shared pages.  Median of five.\n");
+               "MADV_HUGEPAGE, in a second process), a page touched again, and in a\n"
+               "second process after a read of a byte a 64 KiB window or after\n"
+               "MADV_POPULATE_WRITE.  Median of five.\n");
 }
 
 int main(int argc, char **argv)
@@ -174,9 +197,9 @@ int main(int argc, char **argv)
     }
     size_t len = mib << 20, pages = len / STRIDE;
     double first[ROUNDS], given[ROUNDS], fresh[ROUNDS], huge[ROUNDS], shared[ROUNDS], again[ROUNDS];
-    double pop[ROUNDS], after[ROUNDS], repop[ROUNDS];
+    double pop[ROUNDS], after[ROUNDS], repop[ROUNDS], around[ROUNDS];
     long f_first = 0, f_given = 0, f_huge = 0, f_again = 0;
-    child_result_t plain = { 0 }, populated = { 0 };
+    child_result_t plain = { 0 }, read_around = { 0 }, populated = { 0 };
     for (int r = 0; r < ROUNDS; r++) {
         char *p = map(len, MAP_PRIVATE);
         madvise(p, len, MADV_NOHUGEPAGE);
@@ -189,10 +212,12 @@ int main(int argc, char **argv)
         p = map(len, MAP_SHARED);
         huge[r] = madvise(p, len, MADV_HUGEPAGE) == 0 ? touch(p, len, &f_huge) : -1;
         munmap(p, len);
-        plain = shared_in_child(len, false);
+        plain = shared_in_child(len, PLAIN);
         fresh[r] = plain.parent_ns;
         shared[r] = plain.ns;
-        populated = shared_in_child(len, true);
+        read_around = shared_in_child(len, READ_AROUND);
+        around[r] = read_around.ns;
+        populated = shared_in_child(len, POPULATED);
         pop[r] = populated.populate_ns;
         after[r] = populated.ns;
         repop[r] = populated.repopulate_ns;
@@ -205,6 +230,7 @@ int main(int argc, char **argv)
     line("  the same, MADV_HUGEPAGE", huge, f_huge, "MADV_HUGEPAGE");
     line("shared, first touch in a second process", shared, plain.faults, NULL);
     line("touched again (no fault)", again, f_again, NULL);
+    line("shared, second process, read a byte a 64 KiB", around, read_around.faults, NULL);
     line("shared, MADV_POPULATE_WRITE in a second one", pop, -1, "MADV_POPULATE_WRITE");
     line("  then its first touch", after, populated.faults, "MADV_POPULATE_WRITE");
     line("  then MADV_POPULATE_WRITE again (mapped)", repop, -1, "MADV_POPULATE_WRITE");
