@@ -194,6 +194,32 @@ START_TEST(test_long_requests_keep_to_their_pages)
 }
 END_TEST
 
+/* A free long span keeps its taker's tag and stays apart from another
+ * taker's; shorter big spans, which no request ranks, coalesce whoever
+ * took them (apart, their free spans grew frag's arena at 4 processes). */
+START_TEST(test_short_big_spans_coalesce_across_takers)
+{
+    enum { A = 200, B = 201 };
+    pool_arena_t *a = &pool_arena_;
+    uint32_t x = take_as(10, A), y = take_as(10, B), g1 = take(1);
+    uint32_t lx = take_as(200, A), ly = take_as(200, B), g2 = take(1);
+    ck_assert_uint_eq(y, x + 10);
+    ck_assert_uint_eq(ly, lx + 200);
+    pool_pageheap_free_(a, x);
+    pool_pageheap_free_(a, y);
+    pool_pageheap_free_(a, lx);
+    pool_pageheap_free_(a, ly);
+    ck_assert_uint_eq(a->spans[x].state, POOL_SPAN_FREE);
+    ck_assert_uint_eq(a->spans[x].npages, 20);
+    ck_assert_uint_eq(a->spans[lx].npages, 200);
+    ck_assert_uint_eq(a->spans[ly].npages, 200);
+    pool_test_assert_consistent();
+    pool_pageheap_free_(a, g1);
+    pool_pageheap_free_(a, g2);
+    pool_test_assert_consistent();
+}
+END_TEST
+
 START_TEST(test_aligned_spans)
 {
     pool_arena_t *a = &pool_arena_;
@@ -619,6 +645,7 @@ Suite *make_pageheap_suite(void)
     tcase_add_test(tc, test_long_spans_best_fit);
     tcase_add_test(tc, test_long_requests_keep_to_their_pages);
     tcase_add_test(tc, test_long_block_keeps_free_pages_whole);
+    tcase_add_test(tc, test_short_big_spans_coalesce_across_takers);
     tcase_add_test(tc, test_aligned_spans);
     tcase_add_test(tc, test_big_requests);
     tcase_add_test(tc, test_release_to_os);
