@@ -139,10 +139,10 @@ static bool span_fits(const pool_arena_t *a, const pool_span_sh_t *s, uint32_t n
  * fresh pages would), or another process's, which it is still mapped in.
  * Only long spans (big spans of POOL_FREE_LISTS pages or more) record
  * their taker, and only long requests rank.  Free neighbours of two tags
- * stay apart (pool_span_mergeable): shorter big spans, which no request
- * ranks, kept their takers' tags once, and under frag at 4 processes their
- * free spans, each next to another process's, grew the arena run after
- * run (222 MiB in ten runs where glibc's heaps held 131). */
+ * stay apart (pool_span_mergeable), so a tag on a shorter big span, which
+ * no request ranks, would only split free space: with such tags, frag's
+ * arena at 4 processes grew run after run (222 MiB in ten runs where
+ * glibc's heaps held 131). */
 enum { MAPPED_OWN, MAPPED_NONE, MAPPED_OTHER, MAPPED_RANKS };
 
 static unsigned mapped_rank(const pool_span_sh_t *s, uint16_t tag)
@@ -624,7 +624,7 @@ static int plan(pool_arena_t *a, uint32_t npages, uint32_t align, uint16_t tag, 
  * to write, read a fault-around window at a time (pool_map_around),
  * outside the lock: one read fault maps what a window holds in memory.  A
  * long span this process freed is not read again: those reads, cache and
- * TLB misses over pages it maps, cost large's blocks of 5-120 MiB a tenth
+ * TLB misses over pages it maps, cost large's blocks of 5-120 MiB 12-20 %
  * of their time.  (A tag passes to the next process to attach, and a free
  * span keeps its taker's: such a newcomer writes a span its tag once took
  * with a fault a page.)  Pages a merge joined to given-back ones count as
