@@ -359,16 +359,13 @@ void pool_debug_on_free_(void *p)
 /* Taking and giving back                                                    */
 /* ------------------------------------------------------------------------ */
 
-/* Before a refill links its objects (in address order), the first object
- * of each fault-around window they lie in is read: their spans may have
- * served another process, whose pages this one has not mapped. */
+/* Before a refill links its objects, the first of them in each
+ * fault-around window is read: their spans may have served another
+ * process, whose pages this one has not mapped. */
 static void map_objects(void *const *objs, uint32_t n)
 {
-    uintptr_t window = (uintptr_t)objs[0] / POOL_FAULT_AROUND;
-    pool_map_around(objs[0]);
-    if ((uintptr_t)objs[n - 1] / POOL_FAULT_AROUND == window)
-        return;
-    for (uint32_t i = 1; i < n; i++)
+    uintptr_t window = UINTPTR_MAX;
+    for (uint32_t i = 0; i < n; i++)
         if ((uintptr_t)objs[i] / POOL_FAULT_AROUND != window) {
             window = (uintptr_t)objs[i] / POOL_FAULT_AROUND;
             pool_map_around(objs[i]);
