@@ -95,7 +95,7 @@
 #define POOL_MAGIC UINT64_C(0x6c6f6f706d687373) /* "sshmpool" little-endian */
 /* Bumped whenever a shared structure changes shape.  Debug and spin builds
  * change the span and lock layouts, so they are folded into the version. */
-#define POOL_LAYOUT_VERSION 22u
+#define POOL_LAYOUT_VERSION 23u
 
 /* ------------------------------------------------------------------------ */
 /* Locks                                                                     */
@@ -216,6 +216,7 @@ typedef struct pool_class_s {
     uint16_t count;     /* objects per span (<= POOL_MAX_OBJECTS) */
     uint16_t max_batch; /* largest batch between thread cache and central */
     uint16_t watermark; /* thread-cache length beyond which frees release */
+    uint16_t watermark_max; /* how far a churning bin's may grow (tcache.c) */
     uint16_t keep_empty; /* wholly free spans the central cache keeps */
     uint8_t light_class; /* the class a thread's first objects of this one come from
                           * (sizeclass.c, POOL_LIGHT_BYTES); the class itself when none */
@@ -423,9 +424,12 @@ typedef struct pool_own_s {
                           * from 0 as a bin's is from its watermark */
     uint16_t watermark;  /* the bin's length at which free takes the slow path:
                           * its room when empty (16 bits as pool_class_t's;
-                          * with batch it fills what would be padding here) */
-    uint16_t batch;      /* the bin's next fetch size; doubles up to the class
-                          * maximum */
+                          * with batch and churned it fills what would be
+                          * padding here); grows from the class's by churn,
+                          * back at each scavenge */
+    uint8_t batch;       /* the bin's next fetch size; doubles up to the class
+                          * maximum (POOL_BATCH_MAX) */
+    uint8_t churned;     /* the bin released objects since its last refill */
     uint64_t xinbox;     /* objects of this cache's spans that other caches freed,
                           * pushed here without a lock and taken whole by the
                           * cache (atomic; see POOL_INBOX_COUNT_SHIFT) */

@@ -7,7 +7,10 @@
  * release, flush and scavenge, and the debug-build checks.  Batches from
  * the central cache grow by slow start (1, 2, 4 ... up to the class
  * maximum); a bin that reaches its watermark (256 KiB of objects, at least
- * two batches) releases one batch.
+ * two batches) releases one batch.  A bin that runs dry after releasing
+ * has its watermark grow by a batch, up to four times the class's, and a
+ * scavenge halves it back towards the class's (sizeclass.c,
+ * POOL_BIN_GROWTH).
  *
  * The cache owns the spans it takes objects from (central.c), and its page
  * map, private to the thread, holds the class of their pages only: free's
@@ -29,6 +32,7 @@
  * write, stay out (a cache of 5.7 KiB touches 2.4 pages on average, one of
  * 11.7 KiB with them inside 3.4). */
 _Static_assert(sizeof(pool_tcache_sh_t) <= 6 * 1024, "a thread cache over 6 KiB");
+_Static_assert(POOL_BATCH_MAX <= UINT8_MAX, "a batch size fits its byte (pool_own_t)");
 
 /* This process's page map for the thread in each slot it holds, mapped on
  * the slot's first use and zeroed when a thread takes the slot again (a
@@ -72,6 +76,7 @@ bool pool_tcache_init_(pool_arena_t *a, pool_tcache_sh_t *tc, uint16_t slot)
         tc->own[cls].watermark = pool_classes_[cls].watermark;
         tc->bins[cls].room = (int32_t)tc->own[cls].watermark;
         tc->own[cls].batch = 1;
+        tc->own[cls].churned = 0;
         uint32_t size = pool_classes_[cls].size;
         uint32_t align = size & -size;
         tc->bins[cls].misalign = (align < POOL_PAGE_SIZE ? align : POOL_PAGE_SIZE) - 1;
@@ -243,8 +248,12 @@ void pool_tcache_flush_(pool_arena_t *a, pool_tcache_sh_t *tc)
 {
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
         release_chain(a, tc, cls, pool_tcache_list(tc, cls, false));
+        /* The bin is empty: the watermark first, so that a reaper of a
+         * death between the two reads no length (pool_list_len). */
+        tc->own[cls].watermark = pool_classes_[cls].watermark;
         tc->bins[cls].room = (int32_t)tc->own[cls].watermark;
         tc->own[cls].batch = 1;
+        tc->own[cls].churned = 0;
         release_chain(a, tc, cls, pool_tcache_list(tc, cls, true));
         inbox_close(a, tc, cls);
         relight(tc, cls, pool_central_disown_(a, cls, tc));
@@ -276,6 +285,18 @@ void pool_thread_scavenge(void)
          * second, 30 s after a burst each: 4.5 MiB in the bins against
          * 1.7).  Slow start doubles it back within a few refills. */
         tc->own[cls].batch = tc->own[cls].batch > 1 ? tc->own[cls].batch / 2 : 1;
+        tc->own[cls].churned = 0;
+        /* Likewise the watermark a churn grew, lowered before the room
+         * below: a reaper of a death between the two reads a length
+         * shorter than the chain, which it walks to its end. */
+        uint32_t base = pool_classes_[cls].watermark;
+        if (tc->own[cls].watermark > base) {
+            int32_t len = (int32_t)pool_bin_len(tc, cls);
+            uint32_t half = tc->own[cls].watermark / 2;
+            tc->own[cls].watermark = (uint16_t)(half > base ? half : base);
+            __atomic_signal_fence(__ATOMIC_SEQ_CST);
+            tc->bins[cls].room = (int32_t)tc->own[cls].watermark - len;
+        }
         if (tc->heads[cls] == NULL)
             inbox_take(tc, cls);
         uint32_t len = pool_bin_len(tc, cls);
@@ -372,6 +393,25 @@ static void map_objects(void *const *objs, uint32_t n)
         }
 }
 
+/* The bin of class cls released objects and has run dry since: what it
+ * gave the central cache came back, two trips under the class lock that a
+ * longer bin saves, so its watermark grows by a batch, up to the class's
+ * most (POOL_BIN_GROWTH).  Called with the bin just filled, so the room
+ * is raised before the watermark: a reaper of a death between the two
+ * reads a length shorter than the chain, never past its end. */
+static void grow_watermark(pool_tcache_sh_t *tc, unsigned cls)
+{
+    const pool_class_t *c = &pool_classes_[cls];
+    uint32_t w = tc->own[cls].watermark;
+    uint32_t grown = w + c->max_batch < c->watermark_max ? w + c->max_batch : c->watermark_max;
+    tc->own[cls].churned = 0;
+    if (grown <= w)
+        return;
+    tc->bins[cls].room += (int32_t)(grown - w);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    tc->own[cls].watermark = (uint16_t)grown;
+}
+
 /* Refill an empty bin from the central cache.  Returns false when the arena
  * is exhausted. */
 static bool refill(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
@@ -399,7 +439,9 @@ static bool refill(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
         pool_bin_push(tc, cls, objs[i]);
     }
     uint32_t max = pool_classes_[cls].max_batch;
-    tc->own[cls].batch = tc->own[cls].batch * 2 < max ? tc->own[cls].batch * 2 : max;
+    tc->own[cls].batch = (uint8_t)(tc->own[cls].batch * 2 < max ? tc->own[cls].batch * 2 : max);
+    if (tc->own[cls].churned)
+        grow_watermark(tc, cls);
     return true;
 }
 
@@ -475,6 +517,7 @@ static POOL_NOINLINE void keep_free(pool_arena_t *a, pool_tcache_sh_t *tc, unsig
          * it took over with objects of an owner that left. */
         ((uint8_t *)tc->pm_class)[((uintptr_t)p - tc->base) >> POOL_PAGE_SHIFT] = (uint8_t)cls;
         if (*l.room <= 0) {
+            tc->own[cls].churned = 1;
             void *objs[POOL_BATCH_MAX];
             /* The n most recently freed go back; the rest stay warm. */
             uint32_t n = bin_cut(tc, l, objs, pool_classes_[cls].max_batch);

@@ -112,7 +112,9 @@ START_TEST(test_aligned_classes)
 END_TEST
 
 /* SHMPOOL_TCACHE shrinks the bins and the batches, read when the table is
- * made; a bad value costs a line and leaves the defaults.  The checked
+ * made, and keeps a bin at its size, where by default a churning bin may
+ * grow to four times it; a bad value costs a line and leaves the
+ * defaults.  The checked
  * fixture has already made the table in this process, so each setting is
  * read in a child of its own. */
 static int table_with(const char *knob)
@@ -126,17 +128,22 @@ static int table_with(const char *knob)
             _exit(9);
         pool_sizeclass_init_();
         const pool_class_t *c16 = &pool_classes_[1], *c8k = &pool_classes_[56];
+        bool fixed = c16->watermark_max == c16->watermark && c8k->watermark_max == c8k->watermark;
         if (strcmp(knob, "0,1") == 0)
-            _exit(c16->max_batch == 1 && c16->watermark == 2 && c8k->watermark == 2 ? 0 : 1);
+            _exit(c16->max_batch == 1 && c16->watermark == 2 && c8k->watermark == 2 && fixed
+                      ? 0 : 1);
         if (strcmp(knob, "64K,8") == 0)
             _exit(c16->max_batch == 8 && c16->watermark == 4096 && c8k->max_batch == 8 &&
-                          c8k->watermark == 16 ? 0 : 2);
+                          c8k->watermark == 16 && fixed ? 0 : 2);
         /* The documented most: a bin of 16-byte objects holds 16 bytes
          * less (its watermark is 16 bits), the others all of it. */
         if (strcmp(knob, "1M") == 0)
-            _exit(c16->watermark == UINT16_MAX && pool_classes_[2].watermark == 32768 ? 0 : 4);
-        /* Bad: the defaults. */
-        _exit(c16->max_batch == 128 && c16->watermark == 16384 ? 0 : 3);
+            _exit(c16->watermark == UINT16_MAX && pool_classes_[2].watermark == 32768 && fixed
+                      ? 0 : 4);
+        /* Bad: the defaults, growth included. */
+        _exit(c16->max_batch == 128 && c16->watermark == 16384 &&
+                      c16->watermark_max == UINT16_MAX && c8k->watermark_max == 4 * c8k->watermark
+                  ? 0 : 3);
     }
     return pool_test_wait(pid);
 }

@@ -217,6 +217,76 @@ START_TEST(test_watermark_releases_a_batch)
 }
 END_TEST
 
+/* A bin that released objects and then ran dry grows its watermark by a
+ * batch at the refill, up to four times the class's; a scavenge halves it
+ * back, a flush resets it, and the bin holds what the watermark says. */
+static uint32_t watermark_of(size_t size)
+{
+    return pool_tls_tcache_->own[pool_sizeclass_of(size)].watermark;
+}
+
+START_TEST(test_churn_grows_watermark)
+{
+    enum { N = 600, SIZE = 8192 };
+    static void *obj[N];
+    const pool_class_t *c = &pool_classes_[pool_sizeclass_of(SIZE)];
+    uint32_t cap = c->watermark_max;
+    ck_assert_uint_eq(cap, 4u * c->watermark);
+    ck_assert_uint_gt(N, cap + c->max_batch);
+    test_own_classes();
+    /* A first round fills and releases, with no refill after a release. */
+    for (int i = 0; i < N; i++)
+        obj[i] = pool_malloc(SIZE);
+    ck_assert_uint_eq(watermark_of(SIZE), c->watermark);
+    for (int i = 0; i < N; i++)
+        pool_free(obj[i]);
+    ck_assert_uint_eq(watermark_of(SIZE), c->watermark);
+    /* Each later round's first refill finds the bin churned. */
+    uint32_t expect = c->watermark;
+    for (int round = 0; round < 20; round++) {
+        for (int i = 0; i < N; i++) {
+            obj[i] = pool_malloc(SIZE);
+            memset(obj[i], round, 64);
+        }
+        expect = expect + c->max_batch < cap ? expect + c->max_batch : cap;
+        ck_assert_uint_eq(watermark_of(SIZE), expect);
+        uint32_t maxlen = 0;
+        for (int i = 0; i < N; i++) {
+            pool_free(obj[i]);
+            if (len_of(SIZE) > maxlen)
+                maxlen = len_of(SIZE);
+        }
+        ck_assert_uint_eq(maxlen, expect);
+        pool_test_assert_consistent();
+    }
+    ck_assert_uint_eq(expect, cap);
+    uint32_t len = len_of(SIZE);
+    ck_assert_uint_gt(len, c->watermark);
+    pool_thread_scavenge();
+    ck_assert_uint_eq(watermark_of(SIZE), cap / 2);
+    ck_assert_uint_eq(len_of(SIZE), len / 4);
+    pool_test_assert_consistent();
+    for (int i = 0; i < 4; i++)
+        pool_thread_scavenge();
+    ck_assert_uint_eq(watermark_of(SIZE), c->watermark);
+    /* Grown again, then flushed: the class's watermark and an empty bin. */
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < N; i++)
+            obj[i] = pool_malloc(SIZE);
+        for (int i = 0; i < N; i++)
+            pool_free(obj[i]);
+    }
+    ck_assert_uint_gt(watermark_of(SIZE), c->watermark);
+    pool_thread_flush();
+    ck_assert_uint_eq(watermark_of(SIZE), c->watermark);
+    ck_assert_uint_eq(len_of(SIZE), 0);
+    pool_usage_t u;
+    pool_usage(&u);
+    ck_assert_uint_eq(u.in_use, 0);
+    pool_test_assert_consistent();
+}
+END_TEST
+
 START_TEST(test_random_sizes_keep_content)
 {
     enum { N = 400 };
@@ -937,6 +1007,7 @@ Suite *make_tcache_suite(void)
     tcase_add_test(tc, test_scavenge_quarters_bins);
     tcase_add_test(tc, test_scavenge_halves_batch);
     tcase_add_test(tc, test_watermark_releases_a_batch);
+    tcase_add_test(tc, test_churn_grows_watermark);
     tcase_add_test(tc, test_random_sizes_keep_content);
     tcase_add_test(tc, test_cache_class_table);
     tcase_add_test(tc, test_light_classes_borrow);
