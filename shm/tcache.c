@@ -251,6 +251,7 @@ void pool_tcache_flush_(pool_arena_t *a, pool_tcache_sh_t *tc)
         /* The bin is empty: the watermark first, so that a reaper of a
          * death between the two reads no length (pool_list_len). */
         tc->own[cls].watermark = pool_classes_[cls].watermark;
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
         tc->bins[cls].room = (int32_t)tc->own[cls].watermark;
         tc->own[cls].batch = 1;
         tc->own[cls].churned = 0;
@@ -286,9 +287,9 @@ void pool_thread_scavenge(void)
          * 1.7).  Slow start doubles it back within a few refills. */
         tc->own[cls].batch = tc->own[cls].batch > 1 ? tc->own[cls].batch / 2 : 1;
         tc->own[cls].churned = 0;
-        /* Likewise the watermark a churn grew, lowered before the room
-         * below: a reaper of a death between the two reads a length
-         * shorter than the chain, which it walks to its end. */
+        /* Likewise the watermark a churn grew, lowered before the room:
+         * a reaper of a death between the two reads a length shorter than
+         * the chain, as after the cut below, never one past its end. */
         uint32_t base = pool_classes_[cls].watermark;
         if (tc->own[cls].watermark > base) {
             int32_t len = (int32_t)pool_bin_len(tc, cls);
@@ -398,7 +399,9 @@ static void map_objects(void *const *objs, uint32_t n)
  * longer bin saves, so its watermark grows by a batch, up to the class's
  * most (POOL_BIN_GROWTH).  Called with the bin just filled, so the room
  * is raised before the watermark: a reaper of a death between the two
- * reads a length shorter than the chain, never past its end. */
+ * reads a length shorter than the chain (what it leaves on the chain is
+ * still handed out and tagged, and its owner scan frees it), never one
+ * past its end. */
 static void grow_watermark(pool_tcache_sh_t *tc, unsigned cls)
 {
     const pool_class_t *c = &pool_classes_[cls];
