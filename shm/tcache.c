@@ -142,6 +142,26 @@ static void release_chain(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls, p
         release(a, tc, cls, objs, n);
 }
 
+/* Set bin cls's watermark to w and move its room with it, so that the
+ * length a reader takes from the two (pool_list_len) stays the bin's.  The
+ * store that shortens that length goes first: a reaper of a death between
+ * the two reads a length shorter than the chain, which it walks to that
+ * length and one more (what stays on the chain is still handed out and
+ * tagged, and its owner scan frees it), never one past the chain's end. */
+static void set_watermark(pool_tcache_sh_t *tc, unsigned cls, uint32_t w)
+{
+    int32_t by = (int32_t)w - (int32_t)tc->own[cls].watermark;
+    if (by > 0) {
+        tc->bins[cls].room += by;
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        tc->own[cls].watermark = (uint16_t)w;
+    } else {
+        tc->own[cls].watermark = (uint16_t)w;
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        tc->bins[cls].room += by;
+    }
+}
+
 /* Close tc's inbox of class cls, before the cache gives its spans up, and
  * give what it holds back, a release at a time: a free that finds it
  * closed sends its object towards the span instead, and a free that read
@@ -248,11 +268,7 @@ void pool_tcache_flush_(pool_arena_t *a, pool_tcache_sh_t *tc)
 {
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
         release_chain(a, tc, cls, pool_tcache_list(tc, cls, false));
-        /* The bin is empty: the watermark first, so that a reaper of a
-         * death between the two reads no length (pool_list_len). */
-        tc->own[cls].watermark = pool_classes_[cls].watermark;
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
-        tc->bins[cls].room = (int32_t)tc->own[cls].watermark;
+        set_watermark(tc, cls, pool_classes_[cls].watermark);
         tc->own[cls].batch = 1;
         tc->own[cls].churned = 0;
         release_chain(a, tc, cls, pool_tcache_list(tc, cls, true));
@@ -286,18 +302,12 @@ void pool_thread_scavenge(void)
          * second, 30 s after a burst each: 4.5 MiB in the bins against
          * 1.7).  Slow start doubles it back within a few refills. */
         tc->own[cls].batch = tc->own[cls].batch > 1 ? tc->own[cls].batch / 2 : 1;
+        /* Likewise the watermark a churn grew, and the churn is
+         * forgotten: a refill after a quiet second grows nothing until
+         * the bin releases again. */
+        uint32_t base = pool_classes_[cls].watermark, half = tc->own[cls].watermark / 2;
+        set_watermark(tc, cls, half > base ? half : base);
         tc->own[cls].churned = 0;
-        /* Likewise the watermark a churn grew, lowered before the room:
-         * a reaper of a death between the two reads a length shorter than
-         * the chain, as after the cut below, never one past its end. */
-        uint32_t base = pool_classes_[cls].watermark;
-        if (tc->own[cls].watermark > base) {
-            int32_t len = (int32_t)pool_bin_len(tc, cls);
-            uint32_t half = tc->own[cls].watermark / 2;
-            tc->own[cls].watermark = (uint16_t)(half > base ? half : base);
-            __atomic_signal_fence(__ATOMIC_SEQ_CST);
-            tc->bins[cls].room = (int32_t)tc->own[cls].watermark - len;
-        }
         if (tc->heads[cls] == NULL)
             inbox_take(tc, cls);
         uint32_t len = pool_bin_len(tc, cls);
@@ -394,27 +404,6 @@ static void map_objects(void *const *objs, uint32_t n)
         }
 }
 
-/* The bin of class cls released objects and has run dry since: what it
- * gave the central cache came back, two trips under the class lock that a
- * longer bin saves, so its watermark grows by a batch, up to the class's
- * most (POOL_BIN_GROWTH).  Called with the bin just filled, so the room
- * is raised before the watermark: a reaper of a death between the two
- * reads a length shorter than the chain (what it leaves on the chain is
- * still handed out and tagged, and its owner scan frees it), never one
- * past its end. */
-static void grow_watermark(pool_tcache_sh_t *tc, unsigned cls)
-{
-    const pool_class_t *c = &pool_classes_[cls];
-    uint32_t w = tc->own[cls].watermark;
-    uint32_t grown = w + c->max_batch < c->watermark_max ? w + c->max_batch : c->watermark_max;
-    tc->own[cls].churned = 0;
-    if (grown <= w)
-        return;
-    tc->bins[cls].room += (int32_t)(grown - w);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    tc->own[cls].watermark = (uint16_t)grown;
-}
-
 /* Refill an empty bin from the central cache.  Returns false when the arena
  * is exhausted. */
 static bool refill(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
@@ -443,8 +432,16 @@ static bool refill(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
     }
     uint32_t max = pool_classes_[cls].max_batch;
     tc->own[cls].batch = (uint8_t)(tc->own[cls].batch * 2 < max ? tc->own[cls].batch * 2 : max);
-    if (tc->own[cls].churned)
-        grow_watermark(tc, cls);
+    /* The bin released objects and has run dry since: what it gave the
+     * central cache came back, two trips under the class lock that a
+     * longer bin saves, so it grows by a batch up to the class's most
+     * (POOL_BIN_GROWTH). */
+    if (tc->own[cls].churned) {
+        const pool_class_t *c = &pool_classes_[cls];
+        uint32_t grown = tc->own[cls].watermark + c->max_batch;
+        set_watermark(tc, cls, grown < c->watermark_max ? grown : c->watermark_max);
+        tc->own[cls].churned = 0;
+    }
     return true;
 }
 
