@@ -182,6 +182,12 @@ static pool_backing_t backing_wanted(bool shared)
     return POOL_BACKING_PAGES;
 }
 
+uint64_t pool_arena_huge_from_(const pool_layout_sh_t *l, uint64_t size)
+{
+    uint64_t from = align_up(l->off_data + POOL_THP_FROM, POOL_HUGE_PAGE);
+    return from < size ? from : size;
+}
+
 /* Map the arena as backing asks, or with base pages when it cannot be had;
  * *backing gets what it is made of.  Reserved huge pages are always
  * shared: a private mapping would have a fork's copy-on-write find none
@@ -222,6 +228,11 @@ int pool_arena_map_(size_t size, bool shared)
     h->npages = npages;
     h->backing = backing;
     h->shared = shared;
+    if (backing == POOL_BACKING_THP) {
+        uint64_t from = pool_arena_huge_from_(&h->layout, size);
+        if (from < size)
+            pool_prim_advise_huge_((char *)m + from, size - from);
+    }
     arena_view(&pool_arena_, h);
     return 0;
 }

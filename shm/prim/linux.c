@@ -103,8 +103,6 @@ int pool_prim_map_arena_(size_t size, size_t align, pool_backing_t backing, bool
         munmap(m, span);
         return err;
     }
-    if (backing == POOL_BACKING_THP)
-        madvise(a, size, MADV_HUGEPAGE);
     if (aligned > start)
         munmap(m, aligned - start);
     uintptr_t end = start + span, want_end = aligned + size;
@@ -112,6 +110,11 @@ int pool_prim_map_arena_(size_t size, size_t align, pool_backing_t backing, bool
         munmap((void *)want_end, end - want_end);
     *out = (void *)aligned;
     return 0;
+}
+
+int pool_prim_advise_huge_(void *p, size_t size)
+{
+    return madvise(p, size, MADV_HUGEPAGE) == 0 ? 0 : errno;
 }
 
 int pool_prim_resident_(const void *p, size_t len, unsigned char *vec)

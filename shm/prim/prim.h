@@ -31,8 +31,8 @@ typedef enum pool_backing_e {
  * HUGETLB): anonymous memory of this process alone, copied on write by a
  * fork; its first page is a private mapping of such a memfd, so that it
  * goes by the same name in /proc/PID/maps.  Base pages and THP are mapped
- * without commit charge; THP asks for transparent huge pages, which the
- * system gives where it can (and stays with base pages elsewhere).
+ * without commit charge, in base pages until pool_prim_advise_huge_ asks
+ * for more.
  * HUGETLB (size a multiple of POOL_HUGE_PAGE) reserves every huge page at
  * the mapping, so that no fault can ever find one missing: ENOMEM when the
  * system has too few free. */
@@ -42,6 +42,10 @@ int pool_prim_map_arena_(size_t size, size_t align, pool_backing_t backing, bool
  * shared memory (/sys/kernel/mm/transparent_hugepage/shmem_enabled) or
  * private (.../enabled). */
 bool pool_prim_thp_(bool shared);
+/* Ask for transparent huge pages for [p, p+size) of the arena
+ * (MADV_HUGEPAGE), which the system gives where pool_prim_thp_ says it
+ * does, and where it can: base pages elsewhere. */
+int pool_prim_advise_huge_(void *p, size_t size);
 /* Unmap [p, p+size). */
 int pool_prim_unmap_(void *p, size_t size);
 /* Give [p, p+size) of the arena back to the OS; the pages read back as

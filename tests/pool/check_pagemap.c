@@ -155,9 +155,55 @@ static ssize_t read_said(int rd, char *buf, size_t cap)
     return n;
 }
 
+/* Whether the mapping that holds p asked for transparent huge pages (the
+ * "hg" of its VmFlags), whatever the system then gives. */
+static bool asks_huge(const void *p)
+{
+    FILE *f = fopen("/proc/self/smaps", "re");
+    char line[512];
+    bool in = false, hg = false;
+    ck_assert_ptr_nonnull(f);
+    while (fgets(line, sizeof line, f) != NULL) {
+        unsigned long lo, hi;
+        /* A mapping's line starts with its range in lowercase hex, a
+         * field's with its capitalised name. */
+        if (line[strspn(line, "0123456789abcdef")] == '-' &&
+            sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
+            in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+        else if (in && strncmp(line, "VmFlags:", 8) == 0)
+            hg = strstr(line, " hg") != NULL;
+    }
+    fclose(f);
+    return hg;
+}
+
+/* Huge pages are asked for from POOL_THP_FROM bytes of data on, from a huge
+ * page's boundary, and not at all in an arena that ends before. */
+START_TEST(test_huge_from)
+{
+    for (size_t mib = 4; mib <= 1024; mib *= 2) {
+        pool_layout_sh_t l;
+        uint64_t size = (uint64_t)mib << 20;
+        memset(&l, 0, sizeof l);
+        l.off_data = size / 16;
+        uint64_t from = pool_arena_huge_from_(&l, size);
+        if (l.off_data + POOL_THP_FROM + POOL_HUGE_PAGE <= size) {
+            ck_assert_uint_eq(from % POOL_HUGE_PAGE, 0);
+            ck_assert_uint_ge(from, l.off_data + POOL_THP_FROM);
+            ck_assert_uint_lt(from, l.off_data + POOL_THP_FROM + POOL_HUGE_PAGE);
+        } else {
+            ck_assert_uint_le(from, size);
+        }
+    }
+    pool_layout_sh_t l = { .off_data = 1 << 20 };
+    ck_assert_uint_eq(pool_arena_huge_from_(&l, 8 << 20), 8 << 20);
+}
+END_TEST
+
 /* SHMPOOL_HUGEPAGES gives the arena what the system can give, and says on
  * one line when it cannot: each setting in a child of its own, whose
- * arena must then work. */
+ * arena must then work.  With thp, the first POOL_THP_FROM bytes of data
+ * and the metadata before them do not ask, and what follows does. */
 static void arena_made_of(const char *setting, uint32_t want, bool says)
 {
     int rd;
@@ -169,6 +215,11 @@ static void arena_made_of(const char *setting, uint32_t want, bool says)
             _exit(1);
         if (pool_arena_.hdr->backing != want)
             _exit(2);
+        uint64_t from = pool_arena_huge_from_(&pool_arena_.hdr->layout, pool_arena_.hdr->size);
+        bool thp = want == POOL_BACKING_THP;
+        if (asks_huge((void *)pool_arena_.data) ||
+            asks_huge((char *)pool_arena_.hdr + from) != thp)
+            _exit(4);
         void *p = pool_malloc(3 << 20);
         memset(p, 1, 3 << 20);
         pool_free(p);
@@ -179,7 +230,9 @@ static void arena_made_of(const char *setting, uint32_t want, bool says)
     read_said(rd, buf, sizeof buf);
     int status = pool_test_wait(pid);
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                  "SHMPOOL_HUGEPAGES=%s: status %#x (2: made of %u expected)", setting, status,
+                  "SHMPOOL_HUGEPAGES=%s: status %#x (2: made of %u expected; 4: huge pages "
+                  "asked for where they should not be, or not where they should)",
+                  setting, status,
                   want);
     ck_assert_msg(says == (strstr(buf, "SHMPOOL_HUGEPAGES") != NULL),
                   "SHMPOOL_HUGEPAGES=%s: said '%s'", setting, buf);
@@ -266,6 +319,7 @@ Suite *make_pagemap_suite(void)
     tcase_add_checked_fixture(tc, pool_test_create, pool_test_destroy);
     tcase_add_test(tc, test_attach_rejects_bad_header);
     tcase_add_test(tc, test_arena_backing);
+    tcase_add_test(tc, test_huge_from);
     tcase_add_test(tc, test_children_attach_own_slots);
     tcase_set_timeout(tc, 20);
     suite_add_tcase(s, tc);
