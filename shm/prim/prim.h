@@ -31,8 +31,8 @@ typedef enum pool_backing_e {
  * HUGETLB): anonymous memory of this process alone, copied on write by a
  * fork; its first page is a private mapping of such a memfd, so that it
  * goes by the same name in /proc/PID/maps.  Base pages and THP are mapped
- * without commit charge, in base pages until pool_prim_advise_huge_ asks
- * for more.
+ * without commit charge, and alike: THP's huge pages are asked for
+ * afterwards, where the caller wants them (pool_prim_advise_huge_).
  * HUGETLB (size a multiple of POOL_HUGE_PAGE) reserves every huge page at
  * the mapping, so that no fault can ever find one missing: ENOMEM when the
  * system has too few free. */
