@@ -258,7 +258,6 @@ static inline uint32_t pool_span_list_lowest(const pool_arena_t *a, uint32_t hea
             best = i;
     return best;
 }
-/* The span's memory and length in bytes. */
 /* The thread cache of slot s of arena a. */
 static inline pool_tcache_sh_t *pool_slot_tcache(const pool_arena_t *a, const pool_slot_sh_t *s)
 {

@@ -397,11 +397,11 @@ typedef struct pool_binstats_s {
 } pool_binstats_t;
 
 /* The spans of one class a thread cache owns, what it freed of spans it
- * does not, and its bin's watermark and batch size.  A span is owned from the fetch that finds it unowned until
- * the owner gives it up (its objects all back through the owner's own
- * release, a flush, or the owner's reap), so that no two threads' live
- * objects share a span.  The lists are linked through the spans' prev and
- * next and change only under the class lock. */
+ * does not, and its bin's watermark and batch size.  A span is owned from
+ * the fetch that finds it unowned until the owner gives it up (its objects
+ * all back through the owner's own release, a flush, or the owner's reap),
+ * so that no two threads' live objects share a span.  The lists are linked
+ * through the spans' prev and next and change only under the class lock. */
 /* An inbox word (pool_own_t.xinbox): its first object, as its offset from
  * the arena's first data page in 16-byte units (bits 0-39), the objects
  * chained from it through their first words (bits 40-55; 0: empty), the
