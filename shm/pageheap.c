@@ -313,35 +313,48 @@ uint64_t pool_pageheap_cushion_(const pool_pageheap_sh_t *ph)
  * whose metadata reads as zeros, which it may (above); one that dies after
  * leaves the mark to be undone, the same.  Only whole OS pages go back, so
  * an OS page shared with a neighbour goes only when what the neighbour
- * keeps there is dead too. */
+ * keeps there is dead too.  Of the tags, every span but a small one keeps
+ * none, and a small one none past its count: its groups of 64 above that
+ * are never read or written.  An OS page of one group's tags covers 64
+ * data pages, so a few small spans that outlive a burst would otherwise
+ * keep the tags of every group that the burst's spans wrote around them. */
 
-/* Whether pages [from, to) all lie in free spans that went back to the
- * OS, walked down from `to` a span at a time through the page map (the
- * last page of every span maps to it). */
-static bool returned_below(const pool_arena_t *a, uint32_t from, uint32_t to)
+/* Whether span s keeps no live tag in group g's region: only a small span
+ * of more than g * 64 objects does.  A span's state and count change only
+ * under the page-heap lock, which the caller holds. */
+static bool keeps_no_tags(const pool_span_sh_t *s, unsigned g)
+{
+    return s->state != POOL_SPAN_SMALL || s->count <= g * POOL_OWNER_GROUP;
+}
+
+/* Whether pages [from, to) all lie in spans that keep no live tag in
+ * group g's region, walked down from `to` a span at a time through the
+ * page map (the last page of every span maps to it). */
+static bool dead_below(const pool_arena_t *a, uint32_t from, uint32_t to, unsigned g)
 {
     while (to > from) {
         uint32_t i = a->pm_span[to - 1];
         if (i >= to)
             return false;
         const pool_span_sh_t *l = &a->spans[i];
-        if (l->state != POOL_SPAN_FREE || !l->returned || l->start != i || i + l->npages != to)
+        if (l->start != i || i + l->npages != to || !keeps_no_tags(l, g))
             return false;
         to = i;
     }
     return true;
 }
 
-/* Whether pages [from, to) all lie in free spans that went back to the OS
- * or past the carved pages; with `firsts_live`, only past them (a span's
+/* Whether pages [from, to) all lie past the carved pages, or, in group
+ * `group`'s region of tags, in spans that keep no live tag there; in the
+ * descriptors' rows (`group` < 0), only past the carved pages (a span's
  * first descriptor is read while it is free). */
-static bool returned_above(const pool_arena_t *a, uint32_t from, uint32_t to, bool firsts_live)
+static bool dead_above(const pool_arena_t *a, uint32_t from, uint32_t to, int group)
 {
     uint32_t carved = a->ph->carved;
     while (from < to && from < carved) {
         const pool_span_sh_t *r = &a->spans[from];
-        if (firsts_live || r->state != POOL_SPAN_FREE || !r->returned || r->start != from ||
-            r->npages == 0 || r->npages > carved - from)
+        if (group < 0 || r->start != from || r->npages == 0 || r->npages > carved - from ||
+            !keeps_no_tags(r, (unsigned)group))
             return false;
         from += r->npages;
     }
@@ -351,22 +364,22 @@ static bool returned_above(const pool_arena_t *a, uint32_t from, uint32_t to, bo
 /* Give back the OS pages of a per-page metadata array (`each` bytes per
  * data page, at `base`) that hold only the entries of pages [first, end),
  * which the span being returned has made dead, or entries of neighbouring
- * pages that are as dead.  `firsts_live`: the entry of a span's first page
- * stays read (descriptors); else the entries of every page of a returned
- * span are dead (tags).  The OS page at each end also holds the entries of
- * pages [below, first) and [end, above), a few: the walks take a step per
- * span there at most. */
+ * pages that are as dead: `group` < 0 for the descriptors, whose first
+ * entry of a span stays read; else the tags of that group, of which a
+ * returned span keeps none.  The OS page at each end also holds the
+ * entries of pages [below, first) and [end, above), a few: the walks take
+ * a step per span there at most. */
 static void return_rows(pool_arena_t *a, uintptr_t base, size_t each, uint32_t first, uint32_t end,
-                        bool firsts_live)
+                        int group)
 {
     uintptr_t page = pool_prim_os_page_size_();
     uintptr_t lo = base + (uintptr_t)first * each, hi = base + (uintptr_t)end * each;
     uintptr_t lo_pg = lo & ~(page - 1), hi_pg = (hi + page - 1) & ~(page - 1);
     uint32_t below = lo_pg < base ? 0 : (uint32_t)((lo_pg - base) / each);
     uint64_t above = (hi_pg - base + each - 1) / each;
-    if (lo_pg < lo && (firsts_live || lo_pg < base || !returned_below(a, below, first)))
+    if (lo_pg < lo && (group < 0 || lo_pg < base || !dead_below(a, below, first, (unsigned)group)))
         lo_pg += page;
-    if (hi_pg > hi && (above > a->npages || !returned_above(a, end, (uint32_t)above, firsts_live)))
+    if (hi_pg > hi && (above > a->npages || !dead_above(a, end, (uint32_t)above, group)))
         hi_pg -= page;
     if (lo_pg < hi_pg)
         pool_prim_remove_((void *)lo_pg, hi_pg - lo_pg, a->hdr->shared);
@@ -377,9 +390,9 @@ static void return_rows(pool_arena_t *a, uintptr_t base, size_t each, uint32_t f
 static void return_metadata(pool_arena_t *a, const pool_span_sh_t *s)
 {
     uint32_t end = s->start + s->npages;
-    return_rows(a, (uintptr_t)a->spans, sizeof *a->spans, s->start + 1, end, true);
+    return_rows(a, (uintptr_t)a->spans, sizeof *a->spans, s->start + 1, end, -1);
     for (unsigned g = 0; g < POOL_OWNER_GROUPS; g++)
-        return_rows(a, (uintptr_t)pool_owner_rows(a, g), POOL_OWNER_GROUP, s->start, end, false);
+        return_rows(a, (uintptr_t)pool_owner_rows(a, g), POOL_OWNER_GROUP, s->start, end, (int)g);
 }
 
 /* Give a free span's pages back to the OS.  Returning pages twice (after

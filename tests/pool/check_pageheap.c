@@ -355,6 +355,65 @@ START_TEST(test_owner_tags_grouped_by_64)
 }
 END_TEST
 
+/* The first class whose spans hold more than lo and at most hi objects. */
+static unsigned class_counting(unsigned lo, unsigned hi)
+{
+    for (unsigned c = 1; c < POOL_NCLASSES; c++)
+        if (pool_classes_[c].count > lo && pool_classes_[c].count <= hi)
+            return c;
+    ck_abort_msg("no class holds %u to %u objects", lo + 1, hi);
+    return 0;
+}
+
+/* A small span that outlives a burst keeps the tags of its own groups of
+ * 64 objects and no others: when the burst's spans of 512 objects go back,
+ * the OS pages of every other group's tags around it go too.  Loop 0 keeps
+ * a span of at most 64 objects, loop 1 one of 65 to 128. */
+START_TEST(test_release_spares_only_live_tag_groups)
+{
+    pool_arena_t *a = &pool_arena_;
+    unsigned kc = _i == 0 ? class_counting(0, POOL_OWNER_GROUP)
+                          : class_counting(POOL_OWNER_GROUP, 2 * POOL_OWNER_GROUP);
+    unsigned live_groups = (pool_classes_[kc].count + POOL_OWNER_GROUP - 1) / POOL_OWNER_GROUP;
+    /* A big span first, whose pages keep no tags: the keeper's OS page of
+     * each group's tags then lies wholly inside that group's region. */
+    ck_assert_uint_eq(a->ph->carved, 0);
+    uint32_t lead = take(2 * POOL_OWNER_GROUP);
+    uint32_t keeper = pool_pageheap_alloc_(a, pool_classes_[kc].pages, 1, kc, POOL_NO_SLOT);
+    ck_assert_uint_eq(keeper, lead + 2 * POOL_OWNER_GROUP);
+    for (unsigned g = 0; g < live_groups; g++)
+        memset(tag_row(a, g, keeper), 9, POOL_OWNER_GROUP);
+    enum { NBURST = 8 };
+    uint32_t burst[NBURST];
+    for (unsigned i = 0; i < NBURST; i++) {
+        burst[i] = pool_pageheap_alloc_(a, 1, 1, 1, POOL_NO_SLOT);
+        ck_assert_uint_eq(pool_classes_[1].count, POOL_OWNER_ROW);
+        for (unsigned g = 0; g < POOL_OWNER_GROUPS; g++)
+            memset(tag_row(a, g, burst[i]), 3, POOL_OWNER_GROUP);
+    }
+    for (unsigned i = 0; i < NBURST; i++)
+        pool_pageheap_free_(a, burst[i]);
+    pool_pageheap_trim_(a);
+    ck_assert_uint_ge(a->ph->returned_pages, NBURST);
+    uintptr_t page = pool_prim_os_page_size_();
+    for (unsigned g = 0; g < POOL_OWNER_GROUPS; g++) {
+        uintptr_t lo = (uintptr_t)tag_row(a, g, keeper) & ~(page - 1);
+        if (g < live_groups) {
+            const uint8_t *row = tag_row(a, g, keeper);
+            for (unsigned k = 0; k < POOL_OWNER_GROUP; k++)
+                ck_assert_uint_eq(row[k], 9);
+        } else {
+            ck_assert_msg(!pool_test_any_resident(lo, lo + page),
+                          "class %u of %u objects: group %u's tags around it are resident", kc,
+                          pool_classes_[kc].count, g);
+        }
+    }
+    pool_pageheap_free_(a, keeper);
+    pool_pageheap_free_(a, lead);
+    pool_test_assert_consistent();
+}
+END_TEST
+
 /* A burst's metadata goes back with its pages once decay returns them:
  * the descriptors of every page but a free span's first, and the owner
  * tags of every page, also where an OS page of them is shared with a
@@ -652,6 +711,7 @@ Suite *make_pageheap_suite(void)
     tcase_add_test(tc, test_release_gives_back_owner_rows);
     tcase_add_test(tc, test_owner_tags_grouped_by_64);
     tcase_add_test(tc, test_release_gives_back_span_metadata);
+    tcase_add_loop_test(tc, test_release_spares_only_live_tag_groups, 0, 2);
     tcase_add_test(tc, test_decay_returns_what_stayed_free);
     tcase_add_test(tc, test_burst_kept_until_decay);
     tcase_add_test(tc, test_cushion_follows_reuse);
