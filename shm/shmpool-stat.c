@@ -20,7 +20,9 @@
  * slot with its pid, state and live bytes, the reaps and what they gave
  * back, fallbacks, attach failures, lock recoveries, and the heap check
  * (taken again, up to five times, while it finds a change caught half
- * made).
+ * made); and, through the mapping, what of the arena has memory behind it,
+ * by what it holds: data, owner tags, span descriptors, page map, and the
+ * slots, caches and journals before them.
  *
  * Exit status: 0; 1 (one line on stderr) when PID maps no arena or it
  * cannot be read; 2 on bad usage.
@@ -239,12 +241,48 @@ static unsigned list_processes(const pool_arena_t *a, proc_t *procs)
 /* Output                                                                    */
 /* ------------------------------------------------------------------------ */
 
+/* The arena's memory by what it holds: bytes with memory behind them in
+ * the memfd, whichever process wrote them and whoever maps them now. */
+typedef struct memory_s {
+    bool known; /* only a shared arena's mapping can be asked */
+    uint64_t data, tags, descriptors, pagemap, other;
+} memory_t;
+
 typedef struct report_s {
     pool_usage_t u;
+    memory_t mem;
     proc_t procs[POOL_MAX_SLOTS];
     unsigned nprocs, ndead;
     char check[256];
 } report_t;
+
+/* mincore over the mapping, an OS page counted in the region its first
+ * byte lies in.  A copy has no pages of the memfd behind it to ask about. */
+static void memory_of(const source_t *src, const pool_arena_t *a, memory_t *m)
+{
+    if (src->copied)
+        return;
+    const pool_layout_sh_t *l = &a->hdr->layout;
+    const uint64_t end[] = { l->off_spans, l->off_pm_class, l->off_owners, l->off_data, src->len };
+    uint64_t *into[] = { &m->other, &m->descriptors, &m->pagemap, &m->tags, &m->data };
+    static unsigned char vec[1 << 16];
+    size_t page = pool_prim_os_page_size_();
+    unsigned r = 0;
+    for (uint64_t off = 0; off + page <= src->len;) {
+        size_t n = (src->len - off) / page;
+        if (n > sizeof vec)
+            n = sizeof vec;
+        if (pool_prim_resident_((const char *)src->map + off, n * page, vec) != 0)
+            return;
+        for (size_t i = 0; i < n; i++, off += page) {
+            while (r < 4 && off >= end[r])
+                r++;
+            if (vec[i] & 1)
+                *into[r] += page;
+        }
+    }
+    m->known = true;
+}
 
 /* The heap check, taken again while it finds a change caught half made. */
 static void check(source_t *src, pool_arena_t *a, report_t *r)
@@ -299,7 +337,15 @@ static void print_json(int pid, const pool_arena_t *a, report_t *r)
                rec->transit, rec->leaked);
     }
     json_clean(r->check);
-    printf("]},\"attach_failures\":%zu,\"recoveries\":%" PRIu64 ",\"rolled_back\":%" PRIu64
+    printf("]},\"memory\":");
+    const memory_t *m = &r->mem;
+    if (m->known)
+        printf("{\"data\":%" PRIu64 ",\"tags\":%" PRIu64 ",\"descriptors\":%" PRIu64
+               ",\"pagemap\":%" PRIu64 ",\"other\":%" PRIu64 "}",
+               m->data, m->tags, m->descriptors, m->pagemap, m->other);
+    else
+        printf("null");
+    printf(",\"attach_failures\":%zu,\"recoveries\":%" PRIu64 ",\"rolled_back\":%" PRIu64
            ",\"rebuilds\":%" PRIu64 ",\"quarantined\":%" PRIu64 ",\"check\":\"%s\"}\n",
            u->attach_failures, c->xrecoveries, c->xrolled_back, c->xrebuilds, c->xquarantined,
            r->check);
@@ -331,6 +377,16 @@ static void print_text(int pid, const source_t *src, const pool_arena_t *a, cons
            human(b[0], sizeof b[0], u->used), human(b[1], sizeof b[1], u->in_use),
            human(b[2], sizeof b[2], u->cached), human(b[3], sizeof b[3], u->free),
            human(b[4], sizeof b[4], u->returned));
+    const memory_t *m = &r->mem;
+    if (m->known)
+        printf("  memory      : %s: data %s, owner tags %s, span descriptors %s, page map %s, "
+               "slots, caches and journals %s\n",
+               human(b[0], sizeof b[0], m->data + m->tags + m->descriptors + m->pagemap + m->other),
+               human(b[1], sizeof b[1], m->data), human(b[2], sizeof b[2], m->tags),
+               human(b[3], sizeof b[3], m->descriptors), human(b[4], sizeof b[4], m->pagemap),
+               human(b[5], sizeof b[5], m->other));
+    else
+        printf("  memory      : not known for a copy\n");
     printf("  fallbacks %zu, foreign frees %zu, attach failures %zu\n", u->fallbacks,
            u->foreign_frees, u->attach_failures);
     printf("  processes   : %u alive, %u dead and not yet reaped\n", r->nprocs - r->ndead,
@@ -410,6 +466,7 @@ int main(int argc, char **argv)
     }
     static report_t r;
     pool_usage_view_(&a, &r.u);
+    memory_of(&src, &a, &r.mem);
     r.nprocs = list_processes(&a, r.procs);
     for (unsigned k = 0; k < r.nprocs; k++)
         r.ndead += r.procs[k].dead;

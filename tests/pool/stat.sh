@@ -70,7 +70,7 @@ done
 
 if "$stat" --json $prog >"$tmp/json" 2>"$tmp/err"; then
     if $python - "$tmp/json" "$child" <<'PY'
-import json, sys
+import json, os, sys
 j = json.load(open(sys.argv[1]))
 child = int(sys.argv[2])
 procs = {p["pid"]: p for p in j["processes"]}
@@ -81,13 +81,30 @@ assert j["arena"]["in_use"] >= procs[child]["live"], "in use below the child's l
 assert j["check"] in ("ok", ""), f"check: {j['check']}"
 print("stat: PASS: JSON: the dead child listed dead with", procs[child]["live"], "live bytes;",
       "check", j["check"] or "(not in this build)")
+# The child's blocks are still held (a dead process's wait for a reap), so
+# their pages, their tags and their spans' descriptors have memory behind
+# them, and nothing is counted twice.
+m = j["memory"]
+assert m is not None, "the memory of a shared arena is not known"
+assert m["data"] >= 500 * 1000, f"data {m['data']}, below the child's blocks"
+assert m["tags"] > 0 and m["descriptors"] > 0 and m["pagemap"] > 0 and m["other"] > 0, m
+# The memfd's own count of its blocks, read a moment later (a sleeping
+# program may give back between the two).
+for line in open(f"/proc/{j['pid']}/maps"):
+    if "/memfd:shmpool" in line:
+        blocks = os.stat(f"/proc/{j['pid']}/map_files/{line.split()[0]}").st_blocks * 512
+        break
+total = sum(m.values())
+assert abs(total - blocks) <= blocks // 10, f"{m} sums to {total}, the memfd holds {blocks}"
+print("stat: PASS: JSON: memory", m, "against the memfd's", blocks)
 PY
     then :; else fail "JSON of pid $prog: $(head -c 400 "$tmp/json")"; fi
 else
     fail "shmpool-stat --json $prog: $(cat "$tmp/err")"
 fi
-if "$stat" $prog >"$tmp/text" 2>"$tmp/err" && grep -q "1 dead and not yet reaped" "$tmp/text"; then
-    echo "stat: PASS: text: $(grep processes "$tmp/text")"
+if "$stat" $prog >"$tmp/text" 2>"$tmp/err" && grep -q "1 dead and not yet reaped" "$tmp/text" &&
+    grep -q "^  memory      : .*: data .*, owner tags " "$tmp/text"; then
+    echo "stat: PASS: text: $(grep processes "$tmp/text"); $(grep memory "$tmp/text")"
 else
     fail "text of pid $prog: $(cat "$tmp/text" "$tmp/err")"
 fi
@@ -119,6 +136,7 @@ assert list(procs) == [me], f"processes: {procs}, want only {me}"
 assert procs[me]["state"] == "alive", f"the program is {procs[me]['state']}"
 assert procs[me]["live"] >= 2000 * 1000, f"its live bytes: {procs[me]['live']}"
 assert j["check"] in ("ok", ""), f"check: {j['check']}"
+assert j["memory"] is None, f"the memory of a copy: {j['memory']}"
 print("stat: PASS: process mode, JSON: the program listed alive with", procs[me]["live"],
       "live bytes; check", j["check"] or "(not in this build)")
 PY
