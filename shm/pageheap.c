@@ -319,42 +319,43 @@ uint64_t pool_pageheap_cushion_(const pool_pageheap_sh_t *ph)
  * data pages, so a few small spans that outlive a burst would otherwise
  * keep the tags of every group that the burst's spans wrote around them. */
 
-/* Whether span s keeps no live tag in group g's region: only a small span
- * of more than g * 64 objects does.  A span's state and count change only
- * under the page-heap lock, which the caller holds. */
-static bool keeps_no_tags(const pool_span_sh_t *s, unsigned g)
+/* Whether span s keeps nothing alive in the rows being given back: in
+ * group `group`'s region of tags, only a small span of more than group * 64
+ * objects keeps any; in the descriptors' rows (`group` < 0) every span
+ * keeps its first, read while it is free too.  A span's state and count
+ * change only under the page-heap lock, which the caller holds. */
+static bool keeps_none(const pool_span_sh_t *s, int group)
 {
-    return s->state != POOL_SPAN_SMALL || s->count <= g * POOL_OWNER_GROUP;
+    return group >= 0 &&
+           (s->state != POOL_SPAN_SMALL || s->count <= (unsigned)group * POOL_OWNER_GROUP);
 }
 
-/* Whether pages [from, to) all lie in spans that keep no live tag in
- * group g's region, walked down from `to` a span at a time through the
- * page map (the last page of every span maps to it). */
-static bool dead_below(const pool_arena_t *a, uint32_t from, uint32_t to, unsigned g)
+/* Whether pages [from, to) all lie in spans that keep nothing alive in the
+ * rows, walked down from `to` a span at a time through the page map (the
+ * last page of every span maps to it). */
+static bool dead_below(const pool_arena_t *a, uint32_t from, uint32_t to, int group)
 {
     while (to > from) {
         uint32_t i = a->pm_span[to - 1];
         if (i >= to)
             return false;
         const pool_span_sh_t *l = &a->spans[i];
-        if (l->start != i || i + l->npages != to || !keeps_no_tags(l, g))
+        if (l->start != i || i + l->npages != to || !keeps_none(l, group))
             return false;
         to = i;
     }
     return true;
 }
 
-/* Whether pages [from, to) all lie past the carved pages, or, in group
- * `group`'s region of tags, in spans that keep no live tag there; in the
- * descriptors' rows (`group` < 0), only past the carved pages (a span's
- * first descriptor is read while it is free). */
+/* Whether pages [from, to) all lie past the carved pages or in spans that
+ * keep nothing alive in the rows. */
 static bool dead_above(const pool_arena_t *a, uint32_t from, uint32_t to, int group)
 {
     uint32_t carved = a->ph->carved;
     while (from < to && from < carved) {
         const pool_span_sh_t *r = &a->spans[from];
-        if (group < 0 || r->start != from || r->npages == 0 || r->npages > carved - from ||
-            !keeps_no_tags(r, (unsigned)group))
+        if (r->start != from || r->npages == 0 || r->npages > carved - from ||
+            !keeps_none(r, group))
             return false;
         from += r->npages;
     }
@@ -377,7 +378,7 @@ static void return_rows(pool_arena_t *a, uintptr_t base, size_t each, uint32_t f
     uintptr_t lo_pg = lo & ~(page - 1), hi_pg = (hi + page - 1) & ~(page - 1);
     uint32_t below = lo_pg < base ? 0 : (uint32_t)((lo_pg - base) / each);
     uint64_t above = (hi_pg - base + each - 1) / each;
-    if (lo_pg < lo && (group < 0 || lo_pg < base || !dead_below(a, below, first, (unsigned)group)))
+    if (lo_pg < lo && (lo_pg < base || !dead_below(a, below, first, group)))
         lo_pg += page;
     if (hi_pg > hi && (above > a->npages || !dead_above(a, end, (uint32_t)above, group)))
         hi_pg -= page;

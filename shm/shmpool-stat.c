@@ -265,6 +265,7 @@ static void memory_of(const source_t *src, const pool_arena_t *a, memory_t *m)
     const pool_layout_sh_t *l = &a->hdr->layout;
     const uint64_t end[] = { l->off_spans, l->off_pm_class, l->off_owners, l->off_data, src->len };
     uint64_t *into[] = { &m->other, &m->descriptors, &m->pagemap, &m->tags, &m->data };
+    const unsigned last = sizeof end / sizeof end[0] - 1;
     static unsigned char vec[1 << 16];
     size_t page = pool_prim_os_page_size_();
     unsigned r = 0;
@@ -275,7 +276,7 @@ static void memory_of(const source_t *src, const pool_arena_t *a, memory_t *m)
         if (pool_prim_resident_((const char *)src->map + off, n * page, vec) != 0)
             return;
         for (size_t i = 0; i < n; i++, off += page) {
-            while (r < 4 && off >= end[r])
+            while (r < last && off >= end[r])
                 r++;
             if (vec[i] & 1)
                 *into[r] += page;
