@@ -77,7 +77,8 @@ static uint64_t layout_for(uint32_t npages, pool_layout_sh_t *l)
     l->off_spans = carve(&off, sizeof(pool_span_sh_t) * (uint64_t)npages, POOL_PAGE_SIZE);
     l->off_pm_class = carve(&off, npages, 64);
     l->off_pm_span = carve(&off, sizeof(uint32_t) * (uint64_t)npages, 64);
-    l->off_owners = carve(&off, (uint64_t)POOL_OWNER_ROW * npages, POOL_PAGE_SIZE);
+    l->off_owners = carve(&off, (uint64_t)POOL_OWNER_ROW * pool_owner_region_rows(npages),
+                          POOL_PAGE_SIZE);
     l->off_data = carve(&off, (uint64_t)npages << POOL_PAGE_SHIFT, POOL_PAGE_SIZE);
     return off;
 }

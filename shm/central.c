@@ -143,8 +143,7 @@ static uint32_t take_objects(pool_arena_t *a, pool_journal_sh_t *j, uint32_t idx
     for (unsigned w = 0; w < POOL_BITMAP_WORDS && (got < n || next == w * 64); w++) {
         uint64_t avail = ~s->bitmap[w], taken = 0;
         uint32_t took = 0;
-        _Static_assert(POOL_OWNER_GROUP == 64, "a tag group is a bitmap word's objects");
-        uint8_t *tags = pool_owner_of(a, s, w * 64); /* object oi's at tags[oi % 64] */
+        uint8_t *tags = pool_owner_of(a, s, w * 64); /* object oi's at tags[oi % 64]: one row */
         while (avail != 0) {
             uint32_t oi = w * 64 + (unsigned)__builtin_ctzll(avail);
             size_t off = (size_t)oi * size;

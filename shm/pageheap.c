@@ -314,33 +314,33 @@ uint64_t pool_pageheap_cushion_(const pool_pageheap_sh_t *ph)
  * leaves the mark to be undone, the same.  Only whole OS pages go back, so
  * an OS page shared with a neighbour goes only when what the neighbour
  * keeps there is dead too.  Of the tags, every span but a small one keeps
- * none, and a small one none past its count: its groups of 64 above that
- * are never read or written.  An OS page of one group's tags covers 64
- * data pages, so a few small spans that outlive a burst would otherwise
- * keep the tags of every group that the burst's spans wrote around them. */
+ * none, and a small one only its own tier's row (pool_owner_tier): the
+ * rows it has in other tiers' regions are never read or written.  An OS
+ * page of tier 0's rows covers 64 data pages, so a few small spans that
+ * outlive a burst would otherwise keep the tags of every tier that the
+ * burst's spans wrote around them. */
 
 /* Whether span s keeps nothing alive in the rows being given back: in
- * group `group`'s region of tags, only a small span of more than group * 64
- * objects keeps any; in the descriptors' rows (`group` < 0) every span
- * keeps its first, read while it is free too.  A span's state and count
- * change only under the page-heap lock, which the caller holds. */
-static bool keeps_none(const pool_span_sh_t *s, int group)
+ * tier `tier`'s region of tags, only a small span of that tier keeps
+ * any; in the descriptors' rows (`tier` < 0) every span keeps its first,
+ * read while it is free too.  A span's state and count change only under
+ * the page-heap lock, which the caller holds. */
+static bool keeps_none(const pool_span_sh_t *s, int tier)
 {
-    return group >= 0 &&
-           (s->state != POOL_SPAN_SMALL || s->count <= (unsigned)group * POOL_OWNER_GROUP);
+    return tier >= 0 && (s->state != POOL_SPAN_SMALL || pool_owner_tier(s->count) != (unsigned)tier);
 }
 
 /* Whether pages [from, to) all lie in spans that keep nothing alive in the
  * rows, walked down from `to` a span at a time through the page map (the
  * last page of every span maps to it). */
-static bool dead_below(const pool_arena_t *a, uint32_t from, uint32_t to, int group)
+static bool dead_below(const pool_arena_t *a, uint32_t from, uint32_t to, int tier)
 {
     while (to > from) {
         uint32_t i = a->pm_span[to - 1];
         if (i >= to)
             return false;
         const pool_span_sh_t *l = &a->spans[i];
-        if (l->start != i || i + l->npages != to || !keeps_none(l, group))
+        if (l->start != i || i + l->npages != to || !keeps_none(l, tier))
             return false;
         to = i;
     }
@@ -349,13 +349,13 @@ static bool dead_below(const pool_arena_t *a, uint32_t from, uint32_t to, int gr
 
 /* Whether pages [from, to) all lie past the carved pages or in spans that
  * keep nothing alive in the rows. */
-static bool dead_above(const pool_arena_t *a, uint32_t from, uint32_t to, int group)
+static bool dead_above(const pool_arena_t *a, uint32_t from, uint32_t to, int tier)
 {
     uint32_t carved = a->ph->carved;
     while (from < to && from < carved) {
         const pool_span_sh_t *r = &a->spans[from];
         if (r->start != from || r->npages == 0 || r->npages > carved - from ||
-            !keeps_none(r, group))
+            !keeps_none(r, tier))
             return false;
         from += r->npages;
     }
@@ -365,22 +365,22 @@ static bool dead_above(const pool_arena_t *a, uint32_t from, uint32_t to, int gr
 /* Give back the OS pages of a per-page metadata array (`each` bytes per
  * data page, at `base`) that hold only the entries of pages [first, end),
  * which the span being returned has made dead, or entries of neighbouring
- * pages that are as dead: `group` < 0 for the descriptors, whose first
- * entry of a span stays read; else the tags of that group, of which a
+ * pages that are as dead: `tier` < 0 for the descriptors, whose first
+ * entry of a span stays read; else the tags of that tier, of which a
  * returned span keeps none.  The OS page at each end also holds the
  * entries of pages [below, first) and [end, above), a few: the walks take
  * a step per span there at most. */
 static void return_rows(pool_arena_t *a, uintptr_t base, size_t each, uint32_t first, uint32_t end,
-                        int group)
+                        int tier)
 {
     uintptr_t page = pool_prim_os_page_size_();
     uintptr_t lo = base + (uintptr_t)first * each, hi = base + (uintptr_t)end * each;
     uintptr_t lo_pg = lo & ~(page - 1), hi_pg = (hi + page - 1) & ~(page - 1);
     uint32_t below = lo_pg < base ? 0 : (uint32_t)((lo_pg - base) / each);
     uint64_t above = (hi_pg - base + each - 1) / each;
-    if (lo_pg < lo && (lo_pg < base || !dead_below(a, below, first, group)))
+    if (lo_pg < lo && (lo_pg < base || !dead_below(a, below, first, tier)))
         lo_pg += page;
-    if (hi_pg > hi && (above > a->npages || !dead_above(a, end, (uint32_t)above, group)))
+    if (hi_pg > hi && (above > a->npages || !dead_above(a, end, (uint32_t)above, tier)))
         hi_pg -= page;
     if (lo_pg < hi_pg)
         pool_prim_remove_((void *)lo_pg, hi_pg - lo_pg, a->hdr->shared);
@@ -392,8 +392,9 @@ static void return_metadata(pool_arena_t *a, const pool_span_sh_t *s)
 {
     uint32_t end = s->start + s->npages;
     return_rows(a, (uintptr_t)a->spans, sizeof *a->spans, s->start + 1, end, -1);
-    for (unsigned g = 0; g < POOL_OWNER_GROUPS; g++)
-        return_rows(a, (uintptr_t)pool_owner_rows(a, g), POOL_OWNER_GROUP, s->start, end, (int)g);
+    for (unsigned t = 0; t < POOL_OWNER_TIERS; t++)
+        return_rows(a, (uintptr_t)pool_owner_rows(a, t), pool_owner_row_size(t), s->start, end,
+                    (int)t);
 }
 
 /* Give a free span's pages back to the OS.  Returning pages twice (after

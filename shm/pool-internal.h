@@ -377,16 +377,33 @@ static inline pool_binstats_t *pool_slot_binstats(const pool_arena_t *a, unsigne
 {
     return &a->binstats[(size_t)slot * POOL_NCLASSES];
 }
-/* Group g's region of the tags: POOL_OWNER_GROUP bytes per page. */
-static inline uint8_t *pool_owner_rows(const pool_arena_t *a, unsigned g)
+/* The tier of a small span of `count` objects (POOL_OWNER_TIERS). */
+static inline unsigned pool_owner_tier(uint32_t count)
 {
-    return &a->owners[(size_t)g * a->npages * POOL_OWNER_GROUP];
+    return count <= POOL_OWNER_MIN_ROW ? 0 : 26 - (unsigned)__builtin_clz(count - 1);
 }
-/* Tag byte of object oi of small span s. */
+/* Bytes of a row of tier t. */
+static inline size_t pool_owner_row_size(unsigned t)
+{
+    return (size_t)POOL_OWNER_MIN_ROW << t;
+}
+/* Rows in each tier's region: a row per page, rounded up to a multiple
+ * of 64 so that every region starts an OS page, and an OS page of tags
+ * never holds two tiers' rows. */
+static inline size_t pool_owner_region_rows(uint32_t npages)
+{
+    return ((size_t)npages + 63) & ~(size_t)63;
+}
+/* Tier t's region of the tags, after the smaller tiers' regions. */
+static inline uint8_t *pool_owner_rows(const pool_arena_t *a, unsigned t)
+{
+    return &a->owners[pool_owner_region_rows(a->npages) * POOL_OWNER_MIN_ROW * ((1u << t) - 1)];
+}
+/* Tag byte of object oi of small span s, in the row of its first page. */
 static inline uint8_t *pool_owner_of(const pool_arena_t *a, const pool_span_sh_t *s, uint32_t oi)
 {
-    return pool_owner_rows(a, oi / POOL_OWNER_GROUP) + (size_t)s->start * POOL_OWNER_GROUP +
-           oi % POOL_OWNER_GROUP;
+    unsigned t = pool_owner_tier(s->count);
+    return pool_owner_rows(a, t) + (size_t)s->start * pool_owner_row_size(t) + oi;
 }
 /* Record that object oi of s (handed out) now belongs to tag.
  * REQUIRES: class lock. */

@@ -41,23 +41,29 @@
  * Slot 255 has no tag of its own. */
 #define POOL_NO_TAG 0
 #define POOL_MAX_TAG 255
-/* Tag bytes per page of a span: one per object even in the 16-byte class
- * (512 to a page), so every object a process took can be given back when
- * it dies; a shared byte would have to say "nobody" whenever neighbours
- * belong to different processes, and those objects would leak unseen. */
-#define POOL_OWNER_ROW POOL_MAX_OBJECTS
-/* The tags of a span's objects 64 at a time, a bitmap word's worth: group
- * g of every page lies in a region of its own (pool_owner_of), so that the
- * spans of classes of 64 objects or fewer, nearly all of them, keep their
- * tags 64 pages to an OS page instead of 8. */
-#define POOL_OWNER_GROUP 64
-#define POOL_OWNER_GROUPS (POOL_OWNER_ROW / POOL_OWNER_GROUP)
+/* A tag byte per object even in the 16-byte class (512 to a page), so
+ * every object a process took can be given back when it dies; a shared
+ * byte would have to say "nobody" whenever neighbours belong to different
+ * processes, and those objects would leak unseen.  A span's tags are one
+ * run, in a row of its tier: 64 bytes for a span of 64 objects or fewer
+ * (every class from 128 bytes up), else its count rounded up to a power of
+ * two (tier t, 64 << t bytes).  Each tier has a region with a row for
+ * every page (pool_owner_of): a span writes one OS page of tags however
+ * many objects it holds, and the spans of 64 >> t neighbouring pages of a
+ * tier share one.  The rounding costs only the class of 170 objects a
+ * third of its row. */
+#define POOL_OWNER_MIN_ROW 64
+#define POOL_OWNER_TIERS 4
+/* Tag bytes per page, over every tier's region. */
+#define POOL_OWNER_ROW (POOL_OWNER_MIN_ROW * ((1u << POOL_OWNER_TIERS) - 1))
 
 /* Class 0 means "not a small object"; classes 1..96 are the size classes. */
 #define POOL_NCLASSES 97
 #define POOL_SMALL_LOOKUP_MAX 1024 /* first lookup table: by the byte */
 
 #define POOL_MAX_OBJECTS 512 /* objects per span, so the bitmap fits inline */
+_Static_assert(POOL_OWNER_MIN_ROW << (POOL_OWNER_TIERS - 1) == POOL_MAX_OBJECTS,
+               "the last tier's row holds a span of the most objects");
 /* The unit a hardware prefetcher streams within (a 4 KiB page, whatever
  * the pool's page): a batch of at least half of it ends on its boundary. */
 #define POOL_STREAM_BYTES 4096u
@@ -95,7 +101,7 @@
 #define POOL_MAGIC UINT64_C(0x6c6f6f706d687373) /* "sshmpool" little-endian */
 /* Bumped whenever a shared structure changes shape.  Debug and spin builds
  * change the span and lock layouts, so they are folded into the version. */
-#define POOL_LAYOUT_VERSION 23u
+#define POOL_LAYOUT_VERSION 24u
 
 /* ------------------------------------------------------------------------ */
 /* Locks                                                                     */
@@ -575,8 +581,8 @@ typedef struct pool_arena_s {
     uint8_t *pm_class;               /* [npages] */
     uint32_t *pm_span;               /* [npages] */
     pool_journal_sh_t *journals;     /* [1 + POOL_NCLASSES]: page heap, classes */
-    uint8_t *owners;                 /* [POOL_OWNER_GROUPS][npages][POOL_OWNER_GROUP]:
-                                      * object tags */
+    uint8_t *owners;                 /* per tier t, [npages][64 << t]: object
+                                      * tags (pool_owner_of) */
     pool_crash_sh_t *crash;
     uintptr_t data;                  /* first data page */
     uintptr_t data_size;             /* npages << POOL_PAGE_SHIFT */

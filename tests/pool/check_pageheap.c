@@ -298,14 +298,14 @@ START_TEST(test_release_to_os)
 }
 END_TEST
 
-/* The tags of page `page` in group g's region. */
-static uint8_t *tag_row(const pool_arena_t *a, unsigned g, uint32_t page)
+/* The tags of page `page` in tier t's region. */
+static uint8_t *tag_row(const pool_arena_t *a, unsigned t, uint32_t page)
 {
-    return pool_owner_rows(a, g) + (size_t)page * POOL_OWNER_GROUP;
+    return pool_owner_rows(a, t) + (size_t)page * pool_owner_row_size(t);
 }
 
 /* Giving a span back gives back the owner tags of its pages too, the OS
- * pages of them that lie wholly in its rows, in every group's region: a
+ * pages of them that lie wholly in its rows, in every tier's region: a
  * burst of small spans writes them, and they would stay resident after
  * their pages left. */
 START_TEST(test_release_gives_back_owner_rows)
@@ -315,16 +315,16 @@ START_TEST(test_release_gives_back_owner_rows)
     uint32_t s = take(n);
     uint32_t guard = take(1);
     uint32_t first = a->spans[s].start;
-    size_t len = (size_t)n * POOL_OWNER_GROUP;
-    for (unsigned g = 0; g < POOL_OWNER_GROUPS; g++)
-        memset(tag_row(a, g, first), 7, len);
+    for (unsigned t = 0; t < POOL_OWNER_TIERS; t++)
+        memset(tag_row(a, t, first), 7, n * pool_owner_row_size(t));
     pool_pageheap_free_(a, s);
     pool_pageheap_trim_(a);
     uintptr_t page = pool_prim_os_page_size_();
-    for (unsigned g = 0; g < POOL_OWNER_GROUPS; g++) {
-        uintptr_t row = (uintptr_t)tag_row(a, g, first);
+    for (unsigned t = 0; t < POOL_OWNER_TIERS; t++) {
+        uintptr_t row = (uintptr_t)tag_row(a, t, first);
+        size_t len = n * pool_owner_row_size(t);
         ck_assert_msg(!pool_test_any_resident(row, row + len),
-                      "group %u: an owner page of a returned span is resident", g);
+                      "tier %u: an owner page of a returned span is resident", t);
         const uint8_t *lo = (const uint8_t *)((row + page - 1) & ~(page - 1));
         const uint8_t *hi = (const uint8_t *)((row + len) & ~(page - 1));
         for (const uint8_t *p = lo; p < hi; p++)
@@ -335,23 +335,41 @@ START_TEST(test_release_gives_back_owner_rows)
 }
 END_TEST
 
-/* An object's tag lies in the region of its group of 64, at its span's
- * first page: a span of 64 objects or fewer writes one run of 64 bytes,
- * and the spans of 64 neighbouring pages share an OS page of tags. */
-START_TEST(test_owner_tags_grouped_by_64)
+/* A span's tags are one run in the row of its tier, at its first page:
+ * 64 bytes up to 64 objects, else the count rounded up to a power of two;
+ * the spans of 4096 / row neighbouring pages of a tier share an OS page
+ * of tags, and the tiers' regions follow one another. */
+START_TEST(test_owner_tags_one_row_by_count)
 {
     pool_arena_t *a = &pool_arena_;
-    pool_span_sh_t s = { .start = 3 };
-    ck_assert_ptr_eq(pool_owner_of(a, &s, 0), a->owners + 3 * POOL_OWNER_GROUP);
-    ck_assert_ptr_eq(pool_owner_of(a, &s, 63), a->owners + 3 * POOL_OWNER_GROUP + 63);
-    ck_assert_ptr_eq(pool_owner_of(a, &s, 64), tag_row(a, 1, 3));
-    ck_assert_ptr_eq(pool_owner_of(a, &s, POOL_OWNER_ROW - 1),
-                     tag_row(a, POOL_OWNER_GROUPS - 1, 3) + POOL_OWNER_GROUP - 1);
-    pool_span_sh_t t = { .start = 4096 / POOL_OWNER_GROUP - 1 };
-    ck_assert_uint_eq((uintptr_t)pool_owner_of(a, &t, 0) / 4096,
-                      (uintptr_t)pool_owner_of(a, &s, 0) / 4096);
-    ck_assert_ptr_eq(tag_row(a, POOL_OWNER_GROUPS - 1, a->npages - 1) + POOL_OWNER_GROUP,
-                     a->owners + (size_t)POOL_OWNER_ROW * a->npages);
+    static const struct {
+        uint16_t count;
+        unsigned tier;
+    } cases[] = { { 1, 0 }, { 64, 0 }, { 65, 1 }, { 128, 1 }, { 129, 2 }, { 170, 2 },
+                  { 256, 2 }, { 257, 3 }, { POOL_MAX_OBJECTS, 3 } };
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        unsigned t = cases[i].tier;
+        ck_assert_uint_eq(pool_owner_tier(cases[i].count), t);
+        pool_span_sh_t s = { .start = 3, .count = cases[i].count };
+        ck_assert_ptr_eq(pool_owner_of(a, &s, 0), tag_row(a, t, 3));
+        ck_assert_ptr_eq(pool_owner_of(a, &s, cases[i].count - 1U),
+                         tag_row(a, t, 3) + cases[i].count - 1);
+        ck_assert_uint_le(cases[i].count, pool_owner_row_size(t));
+        pool_span_sh_t next = { .start = (uint32_t)(4096 / pool_owner_row_size(t)) - 1,
+                                .count = cases[i].count };
+        ck_assert_uint_eq((uintptr_t)pool_owner_of(a, &next, 0) / 4096,
+                          (uintptr_t)pool_owner_of(a, &s, 0) / 4096);
+    }
+    /* Each tier's region starts an OS page, after the last page's row of
+     * the tier before, and the last ends inside the arena's tags. */
+    ck_assert_ptr_eq(pool_owner_rows(a, 0), a->owners);
+    uint32_t rows = (uint32_t)pool_owner_region_rows(a->npages);
+    ck_assert_uint_ge(rows, a->npages);
+    for (unsigned t = 1; t < POOL_OWNER_TIERS; t++) {
+        ck_assert_ptr_eq(tag_row(a, t - 1, rows), pool_owner_rows(a, t));
+        ck_assert_uint_eq((uintptr_t)pool_owner_rows(a, t) % 4096, 0);
+    }
+    ck_assert_uint_le((uintptr_t)tag_row(a, POOL_OWNER_TIERS - 1, rows), a->data);
 }
 END_TEST
 
@@ -365,47 +383,48 @@ static unsigned class_counting(unsigned lo, unsigned hi)
     return 0;
 }
 
-/* A small span that outlives a burst keeps the tags of its own groups of
- * 64 objects and no others: when the burst's spans of 512 objects go back,
- * the OS pages of every other group's tags around it go too.  Loop 0 keeps
- * a span of at most 64 objects, loop 1 one of 65 to 128. */
-START_TEST(test_release_spares_only_live_tag_groups)
+/* A small span that outlives a burst keeps the tags of its own tier and
+ * no others: when the burst's spans go back, the OS pages of every other
+ * tier's tags around it go too, though the burst wrote them all (what the
+ * pages' earlier spans leave there).  Loop 0 keeps a span of at most 64
+ * objects, loop 1 one of 65 to 128. */
+START_TEST(test_release_spares_only_live_tag_tiers)
 {
     pool_arena_t *a = &pool_arena_;
-    unsigned kc = _i == 0 ? class_counting(0, POOL_OWNER_GROUP)
-                          : class_counting(POOL_OWNER_GROUP, 2 * POOL_OWNER_GROUP);
-    unsigned live_groups = (pool_classes_[kc].count + POOL_OWNER_GROUP - 1) / POOL_OWNER_GROUP;
-    /* A big span first, whose pages keep no tags: the keeper's OS page of
-     * each group's tags then lies wholly inside that group's region. */
+    unsigned kc = _i == 0 ? class_counting(0, POOL_OWNER_MIN_ROW)
+                          : class_counting(POOL_OWNER_MIN_ROW, 2 * POOL_OWNER_MIN_ROW);
+    unsigned kt = pool_owner_tier(pool_classes_[kc].count);
+    ck_assert_uint_eq(kt, (unsigned)_i);
+    /* A big span first, whose pages keep no tags: the keeper's row then
+     * starts an OS page in every tier's region. */
     ck_assert_uint_eq(a->ph->carved, 0);
-    uint32_t lead = take(2 * POOL_OWNER_GROUP);
+    uint32_t lead = take(2 * POOL_OWNER_MIN_ROW);
     uint32_t keeper = pool_pageheap_alloc_(a, pool_classes_[kc].pages, 1, kc, POOL_NO_SLOT);
-    ck_assert_uint_eq(keeper, lead + 2 * POOL_OWNER_GROUP);
-    for (unsigned g = 0; g < live_groups; g++)
-        memset(tag_row(a, g, keeper), 9, POOL_OWNER_GROUP);
+    ck_assert_uint_eq(keeper, lead + 2 * POOL_OWNER_MIN_ROW);
+    memset(tag_row(a, kt, keeper), 9, pool_owner_row_size(kt));
     enum { NBURST = 8 };
     uint32_t burst[NBURST];
     for (unsigned i = 0; i < NBURST; i++) {
         burst[i] = pool_pageheap_alloc_(a, 1, 1, 1, POOL_NO_SLOT);
-        ck_assert_uint_eq(pool_classes_[1].count, POOL_OWNER_ROW);
-        for (unsigned g = 0; g < POOL_OWNER_GROUPS; g++)
-            memset(tag_row(a, g, burst[i]), 3, POOL_OWNER_GROUP);
+        for (unsigned t = 0; t < POOL_OWNER_TIERS; t++)
+            memset(tag_row(a, t, burst[i]), 3, pool_owner_row_size(t));
     }
     for (unsigned i = 0; i < NBURST; i++)
         pool_pageheap_free_(a, burst[i]);
     pool_pageheap_trim_(a);
     ck_assert_uint_ge(a->ph->returned_pages, NBURST);
     uintptr_t page = pool_prim_os_page_size_();
-    for (unsigned g = 0; g < POOL_OWNER_GROUPS; g++) {
-        uintptr_t lo = (uintptr_t)tag_row(a, g, keeper) & ~(page - 1);
-        if (g < live_groups) {
-            const uint8_t *row = tag_row(a, g, keeper);
-            for (unsigned k = 0; k < POOL_OWNER_GROUP; k++)
+    for (unsigned t = 0; t < POOL_OWNER_TIERS; t++) {
+        uintptr_t lo = (uintptr_t)tag_row(a, t, keeper);
+        ck_assert_uint_eq(lo % page, 0);
+        if (t == kt) {
+            const uint8_t *row = tag_row(a, t, keeper);
+            for (unsigned k = 0; k < pool_owner_row_size(t); k++)
                 ck_assert_uint_eq(row[k], 9);
         } else {
             ck_assert_msg(!pool_test_any_resident(lo, lo + page),
-                          "class %u of %u objects: group %u's tags around it are resident", kc,
-                          pool_classes_[kc].count, g);
+                          "class %u of %u objects: tier %u's tags around it are resident", kc,
+                          pool_classes_[kc].count, t);
         }
     }
     pool_pageheap_free_(a, keeper);
@@ -429,15 +448,15 @@ START_TEST(test_release_gives_back_span_metadata)
     for (unsigned i = 0; i < NSMALL; i++) {
         small[i] = pool_pageheap_alloc_(a, 1, 1, 1, POOL_NO_SLOT);
         ck_assert_uint_eq(small[i], small[0] + i);
-        for (unsigned g = 0; g < POOL_OWNER_GROUPS; g++)
-            memset(tag_row(a, g, small[i]), 3, POOL_OWNER_GROUP);
+        for (unsigned t = 0; t < POOL_OWNER_TIERS; t++)
+            memset(tag_row(a, t, small[i]), 3, pool_owner_row_size(t));
     }
     for (unsigned i = 0; i < NBIG; i++) {
         big[i] = pool_pageheap_alloc_(a, BIG_PAGES, 1, 0, (uint16_t)(1 + i % 2));
         ck_assert_uint_eq(big[i], small[0] + NSMALL + i * BIG_PAGES);
         /* What the small spans these pages held before left there. */
-        for (unsigned g = 0; g < POOL_OWNER_GROUPS; g++)
-            memset(tag_row(a, g, big[i]), 5, (size_t)BIG_PAGES * POOL_OWNER_GROUP);
+        for (unsigned t = 0; t < POOL_OWNER_TIERS; t++)
+            memset(tag_row(a, t, big[i]), 5, BIG_PAGES * pool_owner_row_size(t));
     }
     uint32_t above = take(1);
     uint32_t end = big[NBIG - 1] + BIG_PAGES;
@@ -454,16 +473,16 @@ START_TEST(test_release_gives_back_span_metadata)
     ck_assert_msg(!pool_test_any_resident((uintptr_t)&a->spans[small[0] + 1],
                                           (uintptr_t)&a->spans[big[1]]),
                   "descriptors inside a returned span are resident");
-    for (unsigned g = 0; g < POOL_OWNER_GROUPS; g++)
-        ck_assert_msg(!pool_test_any_resident((uintptr_t)tag_row(a, g, small[0]),
-                                              (uintptr_t)tag_row(a, g, end)),
-                      "group %u: owner tags of returned spans are resident", g);
+    for (unsigned t = 0; t < POOL_OWNER_TIERS; t++)
+        ck_assert_msg(!pool_test_any_resident((uintptr_t)tag_row(a, t, small[0]),
+                                              (uintptr_t)tag_row(a, t, end)),
+                      "tier %u: owner tags of returned spans are resident", t);
     pool_test_assert_consistent();
     uint32_t again = take(NSMALL + BIG_PAGES);
     ck_assert_uint_eq(again, small[0]);
     pool_pageheap_free_(a, again);
-    /* Away from the span in use below, whose OS page of tags (64 pages'
-     * worth of each group) stays. */
+    /* Away from the span in use below, whose OS page of tier 0's tags (64
+     * pages' worth) stays. */
     for (unsigned i = 80; i < NSMALL; i += 7)
         ck_assert_uint_eq(*tag_row(a, 0, small[i]), POOL_NO_TAG);
     pool_pageheap_free_(a, below);
@@ -709,9 +728,9 @@ Suite *make_pageheap_suite(void)
     tcase_add_test(tc, test_big_requests);
     tcase_add_test(tc, test_release_to_os);
     tcase_add_test(tc, test_release_gives_back_owner_rows);
-    tcase_add_test(tc, test_owner_tags_grouped_by_64);
+    tcase_add_test(tc, test_owner_tags_one_row_by_count);
     tcase_add_test(tc, test_release_gives_back_span_metadata);
-    tcase_add_loop_test(tc, test_release_spares_only_live_tag_groups, 0, 2);
+    tcase_add_loop_test(tc, test_release_spares_only_live_tag_tiers, 0, 2);
     tcase_add_test(tc, test_decay_returns_what_stayed_free);
     tcase_add_test(tc, test_burst_kept_until_decay);
     tcase_add_test(tc, test_cushion_follows_reuse);

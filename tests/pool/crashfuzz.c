@@ -724,9 +724,8 @@ static void snapshot_take(snapshot_t *sn)
     sn->pm_span = xmalloc(sizeof(uint32_t) * c);
     memcpy(sn->pm_span, a->pm_span, sizeof(uint32_t) * c);
     sn->owners = xmalloc((size_t)POOL_OWNER_ROW * c);
-    for (unsigned g = 0; g < POOL_OWNER_GROUPS; g++)
-        memcpy(sn->owners + (size_t)g * POOL_OWNER_GROUP * c, pool_owner_rows(a, g),
-               (size_t)POOL_OWNER_GROUP * c);
+    for (unsigned t = 0, at = 0; t < POOL_OWNER_TIERS; at += pool_owner_row_size(t++))
+        memcpy(sn->owners + (size_t)at * c, pool_owner_rows(a, t), pool_owner_row_size(t) * c);
     sn->data_len = copy_data(a, NULL, c, true);
     sn->data = xmalloc(sn->data_len);
     copy_data(a, sn->data, c, true);
@@ -745,9 +744,9 @@ static void snapshot_restore(const snapshot_t *sn)
         memset(&a->spans[c], 0, sizeof(pool_span_sh_t) * n);
         memset(&a->pm_class[c], 0, n);
         memset(&a->pm_span[c], 0, sizeof(uint32_t) * n);
-        for (unsigned g = 0; g < POOL_OWNER_GROUPS; g++)
-            memset(pool_owner_rows(a, g) + (size_t)POOL_OWNER_GROUP * c, 0,
-                   (size_t)POOL_OWNER_GROUP * n);
+        for (unsigned t = 0; t < POOL_OWNER_TIERS; t++)
+            memset(pool_owner_rows(a, t) + pool_owner_row_size(t) * c, 0,
+                   pool_owner_row_size(t) * n);
         madvise((char *)a->data + ((size_t)c << POOL_PAGE_SHIFT), n << POOL_PAGE_SHIFT,
                 MADV_REMOVE);
     }
@@ -755,9 +754,8 @@ static void snapshot_restore(const snapshot_t *sn)
     memcpy(a->spans, sn->spans, sizeof(pool_span_sh_t) * c);
     memcpy(a->pm_class, sn->pm_class, c);
     memcpy(a->pm_span, sn->pm_span, sizeof(uint32_t) * c);
-    for (unsigned g = 0; g < POOL_OWNER_GROUPS; g++)
-        memcpy(pool_owner_rows(a, g), sn->owners + (size_t)g * POOL_OWNER_GROUP * c,
-               (size_t)POOL_OWNER_GROUP * c);
+    for (unsigned t = 0, at = 0; t < POOL_OWNER_TIERS; at += pool_owner_row_size(t++))
+        memcpy(pool_owner_rows(a, t), sn->owners + (size_t)at * c, pool_owner_row_size(t) * c);
     copy_data(a, sn->data, c, false);
 }
 
