@@ -26,7 +26,7 @@
  * A fetched object's tag byte records the process it went to.
  *
  * Entry points: pool_central_fetch_(), pool_central_release_(),
- * pool_central_disown_(), pool_central_return_own_pages_().
+ * pool_central_disown_().
  */
 #include "pool-internal.h"
 
@@ -614,68 +614,6 @@ void pool_central_decay_(pool_arena_t *a, unsigned cls, uint16_t tag)
     send_leaving(a, cls, leaving, true);
 }
 
-/* Whether an object of s in [first, last] (objects of the span) is handed
- * out.  REQUIRES: class lock. */
-static bool any_held(const pool_span_sh_t *s, uint32_t first, uint32_t last)
-{
-    for (uint32_t w = first / 64; w <= last / 64; w++) {
-        uint64_t m = ~UINT64_C(0);
-        if (w == first / 64)
-            m &= ~UINT64_C(0) << (first % 64);
-        if (w == last / 64)
-            m &= ~UINT64_C(0) >> (63 - last % 64);
-        if (s->bitmap[w] & m)
-            return true;
-    }
-    return false;
-}
-
-/* Give back the OS pages of small span s that hold no handed-out object:
- * a span that outlives a burst with a few live objects would otherwise
- * keep every page the burst's objects used.  No one reads or writes a free
- * object (a fetch sets an object's bit before the class lock is dropped
- * and its taker writes it after; a release clears it once its cache is
- * done with it), so such a page reads as zeros when it is handed out
- * again, as a fresh span's do.  Nothing is journaled: giving a page back
- * twice is harmless, and a page already given back costs a system call.
- * Huge pages are not split: a THP arena asked for them, and a hugetlb one
- * cannot give a part back.  REQUIRES: class lock. */
-static void return_free_pages(pool_arena_t *a, const pool_span_sh_t *s)
-{
-    size_t page = pool_prim_os_page_size_(), size = s->objsize;
-    if (a->hdr->backing != POOL_BACKING_PAGES || (size_t)s->nfree * size < page)
-        return;
-    char *base = pool_span_addr(a, s);
-    size_t len = (size_t)s->npages << POOL_PAGE_SHIFT, run = len;
-    for (size_t off = 0; off <= len; off += page) {
-        bool dead = false;
-        if (off < len) {
-            uint32_t first = (uint32_t)(off / size), last = (uint32_t)((off + page - 1) / size);
-            if (last >= s->count)
-                last = s->count - 1U;
-            dead = first > last || !any_held(s, first, last);
-        }
-        if (dead && run == len) {
-            run = off;
-        } else if (!dead && run != len) {
-            pool_prim_remove_(base + run, off - run, a->hdr->shared);
-            run = len;
-        }
-    }
-}
-
-void pool_central_return_own_pages_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc)
-{
-    pool_central_sh_t *c = &a->central[cls];
-    /* Read without the lock: only this thread adds to its list. */
-    if (pool_atomic_load_relaxed(&tc->own[cls].spans) == POOL_NIL ||
-        !pool_lock_try_(a, &c->lock, POOL_LOCK_CENTRAL, cls))
-        return;
-    for (uint32_t i = tc->own[cls].spans; i != POOL_NIL; i = a->spans[i].next)
-        return_free_pages(a, &a->spans[i]);
-    pool_unlock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
-}
-
 /* Every span tc owns of class cls given up, its own objects in it left
  * live: each settles as one step.  A live owner (pool_central_disown_)
  * forgets them in its page map; a dead one's went with it.  Returns
@@ -691,7 +629,6 @@ static bool disown_all(pool_arena_t *a, unsigned cls, pool_journal_sh_t *j, pool
         while (*lists[l] != POOL_NIL) {
             uint32_t idx = *lists[l];
             held |= a->spans[idx].nfree < a->spans[idx].count;
-            return_free_pages(a, &a->spans[idx]);
             pool_journal_step_(j);
             POOL_JSET(j, a->spans[idx].holder, 0);
             POOL_CRASH_POINT("central.disown");

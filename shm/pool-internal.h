@@ -320,14 +320,8 @@ void pool_central_release_(pool_arena_t *a, unsigned cls, void *const *objs, uin
  * class is busy, and its own operations end its periods); then takes the
  * page-heap lock with it dropped. */
 void pool_central_decay_(pool_arena_t *a, unsigned cls, uint16_t tag);
-/* Give back the OS pages of the spans of class cls that tc, the calling
- * thread's cache, owns on which it holds no object (after a scavenge
- * gave its bin back).  Tries the class lock, and does nothing when
- * another holds it. */
-void pool_central_return_own_pages_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc);
 /* Give up every span of class cls that tc, the calling thread's cache,
- * owns: its objects in them stay live, and its page map forgets them, and
- * the OS pages on which none is live go back (pool_central_return_own_pages_).
+ * owns: its objects in them stay live, and its page map forgets them.
  * Returns whether one of them still had an object handed out.  Takes the
  * class lock, then the page-heap lock with it dropped. */
 bool pool_central_disown_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc);

@@ -335,12 +335,9 @@ void pool_thread_scavenge(void)
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
         release_chain(&pool_arena_, tc, cls, pool_tcache_list(tc, cls, true));
     /* An attached thread moves the quiet classes' empty spans: if it dies
-     * on the way, its tag on them has the reaper finish the move.  Its own
-     * spans give back the pages the bins just emptied. */
-    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
+     * on the way, its tag on them has the reaper finish the move. */
+    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
         pool_central_decay_(&pool_arena_, cls, tc->tag);
-        pool_central_return_own_pages_(&pool_arena_, cls, tc);
-    }
     pool_guard_leave();
 }
 
