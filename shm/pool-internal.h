@@ -380,7 +380,10 @@ static inline pool_binstats_t *pool_slot_binstats(const pool_arena_t *a, unsigne
 /* The tier of a small span of `count` objects (POOL_OWNER_TIERS). */
 static inline unsigned pool_owner_tier(uint32_t count)
 {
-    return count <= POOL_OWNER_MIN_ROW ? 0 : 26 - (unsigned)__builtin_clz(count - 1);
+    /* The bits of count - 1 past those of a minimum row's last index. */
+    return count <= POOL_OWNER_MIN_ROW
+               ? 0
+               : 32 - (unsigned)__builtin_clz(count - 1) - (unsigned)__builtin_ctz(POOL_OWNER_MIN_ROW);
 }
 /* Bytes of a row of tier t. */
 static inline size_t pool_owner_row_size(unsigned t)
