@@ -212,6 +212,17 @@ void pool_central_add_span_locked_(pool_arena_t *a, unsigned cls, uint32_t idx)
     list_push(a, &c->head, j, idx);
 }
 
+/* Span `fresh`, just taken from the page heap, onto the class's list as
+ * an operation of its own.  REQUIRES: class lock. */
+static void add_fresh(pool_arena_t *a, unsigned cls, pool_journal_sh_t *j, uint32_t fresh)
+{
+    pool_journal_begin_(j, POOL_OP_ADD_SPAN);
+    pool_central_add_span_locked_(a, cls, fresh);
+    pool_journal_commit_(j);
+    if (pool_config_stats)
+        a->cstats[cls].spans_in++;
+}
+
 uint32_t pool_central_fetch_(pool_arena_t *a, unsigned cls, uint32_t n, pool_tcache_sh_t *tc,
                              void **out)
 {
@@ -238,13 +249,8 @@ uint32_t pool_central_fetch_(pool_arena_t *a, unsigned cls, uint32_t n, pool_tca
             pool_unlock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
             uint32_t fresh = pool_pageheap_alloc_(a, pool_classes_[cls].pages, 1, cls, tag);
             pool_lock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
-            if (fresh != POOL_NIL) {
-                pool_journal_begin_(j, POOL_OP_ADD_SPAN);
-                pool_central_add_span_locked_(a, cls, fresh);
-                pool_journal_commit_(j);
-                if (pool_config_stats)
-                    a->cstats[cls].spans_in++;
-            }
+            if (fresh != POOL_NIL)
+                add_fresh(a, cls, j, fresh);
             pool_journal_begin_(j, POOL_OP_FETCH);
             if (fresh == POOL_NIL)
                 break;
@@ -359,18 +365,18 @@ static bool give_back(pool_arena_t *a, unsigned cls, pool_span_sh_t *s, const ui
     return true;
 }
 
-/* Up to `due` of the class's empty spans unlinked for the page heap, a
- * step each.  REQUIRES: class lock and an operation begun on its
- * journal. */
-static void shed_empties(pool_arena_t *a, unsigned cls, uint32_t due, uint16_t tag,
-                         uint32_t *leaving)
+/* Up to `due` of the class's empty spans from page `from` up unlinked
+ * for the page heap, a step each.  REQUIRES: class lock and an operation
+ * begun on its journal. */
+static void shed_empties(pool_arena_t *a, unsigned cls, uint32_t due, uint32_t from,
+                         uint16_t tag, uint32_t *leaving)
 {
     pool_central_sh_t *c = &a->central[cls];
     pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
     for (uint32_t i = c->head; i != POOL_NIL && due > 0;) {
         pool_span_sh_t *s = &a->spans[i];
         uint32_t next = s->next;
-        if (s->nfree == s->count) {
+        if (s->nfree == s->count && i >= from) {
             pool_journal_step_(j);
             POOL_JSET(j, c->nempty, c->nempty - 1);
             leave(a, c, j, &c->head, i, tag, leaving);
@@ -407,7 +413,7 @@ static void decay_empties(pool_arena_t *a, unsigned cls, uint16_t tag, bool quie
         return;
     bool in_use = !quiet || c->nempty > c->nempty_min;
     uint32_t keep = in_use && now - c->decay_start_ns < 2 * POOL_DECAY_NS ? 1 : 0;
-    shed_empties(a, cls, c->nempty_min > keep ? c->nempty_min - keep : 0, tag, leaving);
+    shed_empties(a, cls, c->nempty_min > keep ? c->nempty_min - keep : 0, 0, tag, leaving);
     pool_journal_step_(j);
     POOL_JSET(j, c->decay_start_ns, now);
     POOL_JSET(j, c->nempty_min, c->nempty);
@@ -421,7 +427,7 @@ void pool_central_trim_(pool_arena_t *a, unsigned cls, uint32_t keep, uint16_t t
     if (c->nempty <= keep)
         return;
     pool_journal_begin_(j, POOL_OP_REAP);
-    shed_empties(a, cls, c->nempty - keep, tag, leaving);
+    shed_empties(a, cls, c->nempty - keep, 0, tag, leaving);
     pool_journal_step_(j);
     if (c->nempty_min > c->nempty)
         POOL_JSET(j, c->nempty_min, c->nempty);
@@ -657,6 +663,87 @@ bool pool_central_disown_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc)
     pool_unlock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
     send_leaving(a, cls, leaving, false);
     return held;
+}
+
+/* Whether a cache holds spans of the class with free objects, at most
+ * POOL_LOW_SCAN, each with at most a quarter of its objects handed out
+ * (or one), and no full one: *low gets the lowest.  REQUIRES: class
+ * lock. */
+static bool owns_light(const pool_arena_t *a, const pool_own_t *own, uint32_t *low)
+{
+    if (own->full != POOL_NIL || own->spans == POOL_NIL)
+        return false;
+    *low = POOL_NIL;
+    unsigned budget = POOL_LOW_SCAN;
+    for (uint32_t i = own->spans; i != POOL_NIL; i = a->spans[i].next) {
+        const pool_span_sh_t *s = &a->spans[i];
+        if (budget-- == 0)
+            return false;
+        if ((uint32_t)(s->count - s->nfree) > (s->count + 3u) / 4u)
+            return false;
+        if (i < *low)
+            *low = i;
+    }
+    return true;
+}
+
+bool pool_central_move_down_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc)
+{
+    pool_central_sh_t *c = &a->central[cls];
+    pool_own_t *own = &tc->own[cls];
+    /* Read without the lock: only this thread adds to its lists. */
+    if (pool_atomic_load_relaxed(&own->spans) == POOL_NIL)
+        return false;
+    if (!pool_lock_try_(a, &c->lock, POOL_LOCK_CENTRAL, cls))
+        return false;
+    uint32_t low, listed = lowest(a, c->head);
+    bool light = owns_light(a, own, &low);
+    pool_unlock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
+    if (!light || low < POOL_MOVE_DOWN_PAGES)
+        return false;
+    uint32_t end = low - POOL_MOVE_DOWN_PAGES;
+    if (listed != POOL_NIL && listed < end)
+        return true;
+    uint32_t fresh = pool_pageheap_alloc_below_(a, pool_classes_[cls].pages, cls,
+                                                pool_tag_byte(tc->tag), end);
+    if (fresh == POOL_NIL)
+        return false;
+    pool_lock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
+    add_fresh(a, cls, pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls), fresh);
+    pool_unlock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
+    return true;
+}
+
+void pool_central_shed_high_(pool_arena_t *a, unsigned cls, uint16_t tag)
+{
+    pool_central_sh_t *c = &a->central[cls];
+    /* Read without the lock: a class with no empty span costs nothing. */
+    if (pool_atomic_load_relaxed(&c->nempty) == 0)
+        return;
+    uint32_t empty = POOL_NIL, budget = POOL_LOW_SCAN;
+    if (!pool_lock_try_(a, &c->lock, POOL_LOCK_CENTRAL, cls))
+        return;
+    for (uint32_t i = c->head; i != POOL_NIL && budget > 0; i = a->spans[i].next, budget--)
+        if (a->spans[i].nfree == a->spans[i].count && i < empty)
+            empty = i;
+    pool_unlock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
+    if (empty == POOL_NIL || empty < POOL_MOVE_DOWN_PAGES)
+        return;
+    uint32_t fit = pool_pageheap_lowest_fit_(a, pool_classes_[cls].pages);
+    if (fit == POOL_NIL || (uint64_t)fit + POOL_MOVE_DOWN_PAGES > empty)
+        return;
+    uint32_t leaving = POOL_NIL;
+    if (!pool_lock_try_(a, &c->lock, POOL_LOCK_CENTRAL, cls))
+        return;
+    pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
+    pool_journal_begin_(j, POOL_OP_RELEASE);
+    shed_empties(a, cls, c->nempty, fit + POOL_MOVE_DOWN_PAGES, tag, &leaving);
+    pool_journal_step_(j);
+    if (c->nempty_min > c->nempty)
+        POOL_JSET(j, c->nempty_min, c->nempty);
+    pool_journal_commit_(j);
+    pool_unlock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
+    send_leaving(a, cls, leaving, false);
 }
 
 void pool_central_disown_dead_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc,

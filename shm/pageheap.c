@@ -654,8 +654,10 @@ static void map_kept(const pool_arena_t *a, uint32_t idx, uint32_t npages)
         pool_map_around((const void *)p);
 }
 
-uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_pages,
-                              unsigned cls, uint16_t owner)
+/* pool_pageheap_alloc_, and pool_pageheap_alloc_below_ when `end` is not
+ * POOL_NIL: then only a free span's pages that end by page `end` will do. */
+static uint32_t alloc_span(pool_arena_t *a, uint32_t npages, uint32_t align_pages, unsigned cls,
+                           uint16_t owner, uint32_t end)
 {
     pool_pageheap_sh_t *ph = a->ph;
     pool_journal_sh_t *j = ph_journal(a);
@@ -665,11 +667,16 @@ uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_p
         align_pages = 1;
     pool_lock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
     pool_journal_begin_(j, POOL_OP_PH_ALLOC);
-    ph->allocs++;
     uint16_t tag = owner <= POOL_MAX_TAG ? owner : POOL_NO_TAG;
     bool long_request = cls == 0 && npages >= POOL_FREE_LISTS;
     uint32_t idx, kept = 0; /* pages taken in memory, not known to be this process's */
     int how = plan(a, npages, align_pages, long_request ? tag : POOL_NO_TAG, &idx);
+    if (end != POOL_NIL && (how != PLAN_TAKE || (uint64_t)idx + npages > end)) {
+        pool_journal_commit_(j);
+        pool_unlock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
+        return POOL_NIL;
+    }
+    ph->allocs++;
     if (how == PLAN_TAKE) {
         pool_span_sh_t *s = &a->spans[idx];
         uint32_t len = s->npages, lead = lead_pages(a, s->start, align_pages);
@@ -749,6 +756,28 @@ uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_p
     if (kept > 0 && a->hdr->shared)
         map_kept(a, idx, kept);
     return idx;
+}
+
+uint32_t pool_pageheap_lowest_fit_(pool_arena_t *a, uint32_t npages)
+{
+    pool_pageheap_sh_t *ph = a->ph;
+    if (!pool_lock_try_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0))
+        return POOL_NIL;
+    uint32_t fit = lowest_fit(a, npages);
+    pool_unlock_(a, &ph->lock, POOL_LOCK_PAGEHEAP, 0);
+    return fit;
+}
+
+uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_pages,
+                              unsigned cls, uint16_t owner)
+{
+    return alloc_span(a, npages, align_pages, cls, owner, POOL_NIL);
+}
+
+uint32_t pool_pageheap_alloc_below_(pool_arena_t *a, uint32_t npages, unsigned cls,
+                                    uint16_t owner, uint32_t end)
+{
+    return alloc_span(a, npages, 1, cls, owner, end);
 }
 
 uint32_t pool_pageheap_free_locked_(pool_arena_t *a, uint32_t idx)

@@ -176,6 +176,15 @@ void pool_pageheap_init_(pool_arena_t *a);
  * arena cannot hold it. */
 uint32_t pool_pageheap_alloc_(pool_arena_t *a, uint32_t npages, uint32_t align_pages,
                               unsigned cls, uint16_t owner);
+/* The same for a small span (cls > 0) that a free span's pages end by page
+ * `end` hold, or POOL_NIL: never carved from the top, so the span lies
+ * below `end` or is not taken. */
+uint32_t pool_pageheap_alloc_below_(pool_arena_t *a, uint32_t npages, unsigned cls,
+                                    uint16_t owner, uint32_t end);
+/* The first page of the lowest free span that holds npages (npages <
+ * POOL_FREE_LISTS) as a short request finds it, or POOL_NIL, also when
+ * another holds the page-heap lock (pool_lock_try_). */
+uint32_t pool_pageheap_lowest_fit_(pool_arena_t *a, uint32_t npages);
 /* Give a span back: coalesce with free neighbours, maybe return its pages to
  * the OS.  Takes the page-heap lock.  REQUIRES: no central lock held. */
 void pool_pageheap_free_(pool_arena_t *a, uint32_t span);
@@ -325,6 +334,26 @@ void pool_central_decay_(pool_arena_t *a, unsigned cls, uint16_t tag);
  * Returns whether one of them still had an object handed out.  Takes the
  * class lock, then the page-heap lock with it dropped. */
 bool pool_central_disown_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc);
+/* Whether tc, the calling thread's cache, should give up its spans of
+ * class cls (pool_central_disown_) for lower ones, so that what a burst
+ * left a cache holding high in the heap drains and goes back with the
+ * descriptors and owner tags around it: its spans of the class each have
+ * at most a quarter of their objects handed out (or one), and the class
+ * lists a span, or the page heap has a free one, POOL_MOVE_DOWN_PAGES
+ * below the lowest of them.  A free one is taken onto the class's list
+ * first, for the cache's next fetch to take over.  Tries the class lock
+ * (false when another holds it), then takes the page-heap lock with it
+ * dropped, and the class lock again, as a fetch of a fresh span does. */
+bool pool_central_move_down_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc);
+/* The class's empty spans that lie POOL_MOVE_DOWN_PAGES or more above
+ * the lowest free span of the page heap that holds one go to the page
+ * heap, marked LEAVING for `tag` on their way: the span a class keeps
+ * against thrash is otherwise the last one a burst's pages left empty,
+ * wherever they lay, and a fetch that needs it takes a low one instead.
+ * Tries the class lock, the page-heap lock and the class lock again,
+ * with nothing done when another holds one; then takes the page-heap
+ * lock with the class lock dropped. */
+void pool_central_shed_high_(pool_arena_t *a, unsigned cls, uint16_t tag);
 /* The same for the cache of a dead thread, within a reap: spans that
  * leave the class go on *leaving (linked by next), marked LEAVING for
  * `tag`.  REQUIRES: every lock. */

@@ -80,6 +80,10 @@ _Static_assert(POOL_OWNER_MIN_ROW << (POOL_OWNER_TIERS - 1) == POOL_MAX_OBJECTS,
  * whole of a class's list while its empty spans fit its 512 KiB budget
  * in one-page spans. */
 #define POOL_LOW_SCAN 64u
+/* Pages below its spans of a class that a thread cache moves down to
+ * (pool_central_move_down_): a row of tier-0 owner tags' OS page, so that
+ * a move leaves that page as well as the span's own. */
+#define POOL_MOVE_DOWN_PAGES 64u
 #define POOL_BITMAP_WORDS (POOL_MAX_OBJECTS / 64)
 
 #define POOL_NIL UINT32_MAX       /* "no span" in index-linked lists */

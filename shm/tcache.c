@@ -264,18 +264,23 @@ static void relight(pool_tcache_sh_t *tc, unsigned cls, bool held)
         tc->light[cls] = POOL_LIGHT_AGAIN;
 }
 
+/* Give back tc's objects of class cls and its spans of the class. */
+static void flush_class(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
+{
+    release_chain(a, tc, cls, pool_tcache_list(tc, cls, false));
+    set_watermark(tc, cls, pool_classes_[cls].watermark);
+    tc->own[cls].batch = 1;
+    tc->own[cls].churned = 0;
+    release_chain(a, tc, cls, pool_tcache_list(tc, cls, true));
+    inbox_close(a, tc, cls);
+    relight(tc, cls, pool_central_disown_(a, cls, tc));
+    inbox_reopen(tc, cls);
+}
+
 void pool_tcache_flush_(pool_arena_t *a, pool_tcache_sh_t *tc)
 {
-    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
-        release_chain(a, tc, cls, pool_tcache_list(tc, cls, false));
-        set_watermark(tc, cls, pool_classes_[cls].watermark);
-        tc->own[cls].batch = 1;
-        tc->own[cls].churned = 0;
-        release_chain(a, tc, cls, pool_tcache_list(tc, cls, true));
-        inbox_close(a, tc, cls);
-        relight(tc, cls, pool_central_disown_(a, cls, tc));
-        inbox_reopen(tc, cls);
-    }
+    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
+        flush_class(a, tc, cls);
 }
 
 void pool_thread_flush(void)
@@ -332,8 +337,15 @@ void pool_thread_scavenge(void)
         *link = NULL;
         release_chain(&pool_arena_, tc, cls, (pool_list_t){ &rest, &rest_room, 0 });
     }
-    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
+    for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
         release_chain(&pool_arena_, tc, cls, pool_tcache_list(tc, cls, true));
+        /* A burst left the cache's spans of the class where it found
+         * room, high in the heap; the load after it would keep them, and
+         * their pages of descriptors and tags, for good. */
+        if (pool_central_move_down_(&pool_arena_, cls, tc))
+            flush_class(&pool_arena_, tc, cls);
+        pool_central_shed_high_(&pool_arena_, cls, tc->tag);
+    }
     /* An attached thread moves the quiet classes' empty spans: if it dies
      * on the way, its tag on them has the reaper finish the move. */
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)

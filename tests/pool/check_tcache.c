@@ -151,6 +151,48 @@ START_TEST(test_scavenge_quarters_bins)
 }
 END_TEST
 
+static uint32_t span_of(const void *p)
+{
+    return pool_arena_.pm_span[pool_pagemap_page_(&pool_arena_, p)];
+}
+
+/* A scavenge moves a cache whose spans of a class lie high above free
+ * pages down to them, and the span it left, once empty, goes back to the
+ * page heap: a burst's last spans would otherwise stay where it left
+ * them.  A span a quarter of whose objects are handed out stays. */
+START_TEST(test_scavenge_moves_down)
+{
+    enum { N = 40 };
+    pool_arena_t *a = &pool_arena_;
+    void *b = pool_malloc((size_t)(2 * POOL_MOVE_DOWN_PAGES) << POOL_PAGE_SHIFT);
+    ck_assert_ptr_nonnull(b);
+    uint32_t low = span_of(b);
+    void *p[N];
+    for (int i = 0; i < N; i++)
+        p[i] = pool_malloc(96);
+    uint32_t high = span_of(p[N - 1]);
+    ck_assert_uint_ge(high, low + 2 * POOL_MOVE_DOWN_PAGES);
+    ck_assert_uint_ge(a->spans[high].count, N);
+    pool_free(b);
+    pool_thread_scavenge();
+    ck_assert_uint_eq(a->spans[high].holder, pool_tls_tcache_->slot + 1);
+    for (int i = 0; i < N - 1; i++)
+        pool_free(p[i]);
+    pool_thread_scavenge();
+    ck_assert_uint_eq(a->spans[high].holder, 0);
+    ck_assert_uint_eq(a->spans[high].count - a->spans[high].nfree, 1);
+    void *q = pool_malloc(96);
+    ck_assert_uint_lt(span_of(q), high - POOL_MOVE_DOWN_PAGES);
+    pool_test_assert_consistent();
+    pool_free(p[N - 1]);
+    ck_assert_uint_eq(a->spans[high].state, POOL_SPAN_SMALL);
+    pool_thread_scavenge();
+    ck_assert_uint_eq(a->spans[high].state, POOL_SPAN_FREE);
+    pool_free(q);
+    pool_test_assert_consistent();
+}
+END_TEST
+
 /* The batch halves at each scavenge: after a burst grew it to the class's
  * largest, a light load's refills fetch a little, not a burst's batch,
  * once a few scavenges have run. */
@@ -1022,6 +1064,7 @@ Suite *make_tcache_suite(void)
     tcase_add_test(tc, test_usable_size_of_every_kind);
     tcase_add_test(tc, test_scavenge_quarters_bins);
     tcase_add_test(tc, test_scavenge_halves_batch);
+    tcase_add_test(tc, test_scavenge_moves_down);
     tcase_add_test(tc, test_watermark_releases_a_batch);
     tcase_add_test(tc, test_churn_grows_watermark);
     tcase_add_test(tc, test_random_sizes_keep_content);
