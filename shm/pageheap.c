@@ -386,14 +386,15 @@ static void return_rows(pool_arena_t *a, uintptr_t base, size_t each, uint32_t f
         pool_prim_remove_((void *)lo_pg, hi_pg - lo_pg, a->hdr->shared);
 }
 
-/* The descriptors of free span s's pages but its first, and the owner
- * tags of all of them (see above). */
-static void return_metadata(pool_arena_t *a, const pool_span_sh_t *s)
+/* The descriptors of free span s's pages from `first` on but its first,
+ * and the owner tags of all of them (see above). */
+static void return_metadata(pool_arena_t *a, const pool_span_sh_t *s, uint32_t first)
 {
     uint32_t end = s->start + s->npages;
-    return_rows(a, (uintptr_t)a->spans, sizeof *a->spans, s->start + 1, end, -1);
+    return_rows(a, (uintptr_t)a->spans, sizeof *a->spans, first > s->start ? first : first + 1,
+                end, -1);
     for (unsigned t = 0; t < POOL_OWNER_TIERS; t++)
-        return_rows(a, (uintptr_t)pool_owner_rows(a, t), pool_owner_row_size(t), s->start, end,
+        return_rows(a, (uintptr_t)pool_owner_rows(a, t), pool_owner_row_size(t), first, end,
                     (int)t);
 }
 
@@ -405,7 +406,7 @@ static void return_span(pool_arena_t *a, pool_span_sh_t *s)
     pool_journal_sh_t *j = ph_journal(a);
     pool_prim_remove_(pool_span_addr(a, s), (size_t)s->npages << POOL_PAGE_SHIFT,
                       a->hdr->shared);
-    return_metadata(a, s);
+    return_metadata(a, s, s->start);
     POOL_CRASH_POINT("pageheap.release");
     POOL_JSET(j, s->returned, 1);
     POOL_JSET(j, ph->returned_pages, ph->returned_pages + s->npages);
@@ -463,10 +464,28 @@ static uint32_t free_locked(pool_arena_t *a, uint32_t idx)
     return idx;
 }
 
+/* Give back the top `pages` pages of free span s, and their metadata, with
+ * s left unreturned: it counts as free in memory until a later period
+ * gives it back whole (again, harmlessly, for these pages), and a take of
+ * it writes them again as it would returned ones.  The top, because a
+ * short request takes a free span from its low end. */
+static void return_top(pool_arena_t *a, const pool_span_sh_t *s, uint32_t pages)
+{
+    uint32_t first = s->start + s->npages - pages;
+    pool_prim_remove_((void *)(a->data + ((uintptr_t)first << POOL_PAGE_SHIFT)),
+                      (size_t)pages << POOL_PAGE_SHIFT, a->hdr->shared);
+    return_metadata(a, s, first);
+    a->ph->madvises++;
+}
+
 /* Give back up to `pages` pages of free spans not yet returned, longest
  * first: list 0 (the longest), then 127 down to 1.  A span may pass the
  * amount by up to `slack` pages, so that one long span is not kept
  * forever for being a little longer than what is due.  One step a span.
+ * What is still due when only longer spans are left comes off the top of
+ * the first of them (return_top): after a burst, the pages its last frees
+ * join to those free through the whole period make one span longer than
+ * the period's due, which would stay in memory another period or two.
  * REQUIRES: page-heap lock and an operation begun on its journal. */
 static void return_longest(pool_arena_t *a, uint64_t pages, uint64_t slack)
 {
@@ -476,12 +495,15 @@ static void return_longest(pool_arena_t *a, uint64_t pages, uint64_t slack)
      * given back 8 KiB at a time, and nothing else could use them. */
     if (a->hdr->backing == POOL_BACKING_HUGETLB)
         return;
+    const pool_span_sh_t *longer = NULL;
     for (unsigned k = 0; k < POOL_FREE_LISTS && pages > 0; k++) {
         unsigned l = k == 0 ? 0 : POOL_FREE_LISTS - k;
         if (!(ph->nonempty[l / 64] & (UINT64_C(1) << (l % 64))))
             continue;
         for (uint32_t i = ph->heads[l]; i != POOL_NIL && pages > 0; i = a->spans[i].next) {
             pool_span_sh_t *s = &a->spans[i];
+            if (!s->returned && s->npages > pages + slack && longer == NULL)
+                longer = s;
             if (s->returned || s->npages > pages + slack)
                 continue;
             pool_journal_step_(j);
@@ -490,6 +512,8 @@ static void return_longest(pool_arena_t *a, uint64_t pages, uint64_t slack)
             pages = s->npages < pages ? pages - s->npages : 0;
         }
     }
+    if (pages > 0 && longer != NULL)
+        return_top(a, longer, (uint32_t)pages);
 }
 
 /* End the decay period once it has run its course: give back what stayed

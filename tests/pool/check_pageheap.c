@@ -523,6 +523,51 @@ START_TEST(test_decay_returns_what_stayed_free)
 }
 END_TEST
 
+/* A period whose due is shorter than every free span left gives back
+ * the top of the longest, what is due of it, and leaves the span counted
+ * as in memory: a burst's last frees, joined to pages free through the
+ * whole period, would otherwise keep all of them a period more. */
+START_TEST(test_decay_returns_the_top_of_a_longer_span)
+{
+    pool_arena_t *a = &pool_arena_;
+    uint32_t n = 256, m = 64;
+    uint32_t s = take(n), t = take(m), guard = take(1);
+    ck_assert_uint_eq(t, s + n);
+    char *lo = pool_span_addr(a, &a->spans[s]);
+    memset(lo, 1, (size_t)(n + m) << POOL_PAGE_SHIFT);
+    pool_pageheap_free_(a, s);
+    /* The period in which s was freed ends: nothing is due. */
+    a->ph->decay_start_ns -= POOL_DECAY_NS;
+    pool_pageheap_free_(a, take(1));
+    uint64_t madv = a->ph->madvises;
+    /* t joins s in the next period: one span of n + m pages, of which n
+     * (less the page taken again) stayed free through it. */
+    pool_pageheap_free_(a, t);
+    a->ph->decay_start_ns -= POOL_DECAY_NS;
+    uint32_t one = take(1);
+    ck_assert_uint_eq(a->ph->madvises, madv + 1);
+    ck_assert_uint_eq(a->ph->returned_pages, 0);
+    uint32_t free_span = a->pm_span[s + n + m - 1];
+    ck_assert(!a->spans[free_span].returned);
+    char *hi = lo + ((size_t)(n + m) << POOL_PAGE_SHIFT);
+    ck_assert(!pool_test_any_resident((uintptr_t)hi - ((uintptr_t)(n - 2) << POOL_PAGE_SHIFT),
+                                      (uintptr_t)hi));
+    ck_assert(pool_test_any_resident((uintptr_t)lo + ((uintptr_t)1 << POOL_PAGE_SHIFT),
+                                     (uintptr_t)lo + ((uintptr_t)m << POOL_PAGE_SHIFT)));
+    pool_test_assert_consistent();
+    /* The next period gives back the rest, all but the cushion: the
+     * page taken again in each period, at the bottom. */
+    pool_pageheap_free_(a, one);
+    a->ph->decay_start_ns -= POOL_DECAY_NS;
+    pool_pageheap_free_(a, take(1));
+    ck_assert(!pool_test_any_resident((uintptr_t)lo + ((uintptr_t)2 << POOL_PAGE_SHIFT),
+                                      (uintptr_t)hi));
+    pool_test_assert_consistent();
+    pool_pageheap_free_(a, guard);
+    pool_test_assert_consistent();
+}
+END_TEST
+
 /* The cushion follows reuse: pages freed and taken again while mapped
  * stay mapped, all of them, through the period of the reuse and the
  * POOL_DECAY_WINDOW after it, so that a burst that comes back within them
@@ -733,6 +778,7 @@ Suite *make_pageheap_suite(void)
     tcase_add_loop_test(tc, test_release_spares_only_live_tag_tiers, 0, 2);
     tcase_add_test(tc, test_decay_returns_what_stayed_free);
     tcase_add_test(tc, test_burst_kept_until_decay);
+    tcase_add_test(tc, test_decay_returns_the_top_of_a_longer_span);
     tcase_add_test(tc, test_cushion_follows_reuse);
     tcase_add_test(tc, test_exhaustion_falls_back);
     tcase_add_test(tc, test_lock_hold_counted);
