@@ -106,8 +106,8 @@ static void *alloc_slow(size_t size, size_t align, bool *fell_back)
  * its own slow paths (a refill, a full bin, a block over 256 KiB), with
  * no thread and no timer of ours in the program: once a second or more
  * after its last, it gives three quarters of its cache back and ends the
- * decay periods of the quiet classes and of the page heap, which poold's
- * timers do too (pool_thread_scavenge, pool_decay).  A thread whose last
+ * decay periods of the quiet classes and of the page heap
+ * (pool_thread_scavenge, which poold's workers call every second).  A thread whose last
  * slow path is more than two periods old has been quiet or kept to its
  * fast paths: it gives its whole cache back.  None of it waits for a lock
  * another process holds. */
@@ -118,7 +118,6 @@ static void give_back(bool whole)
     if (whole)
         pool_thread_flush();
     pool_thread_scavenge();
-    pool_decay_(false);
 }
 
 static void housekeep(void)

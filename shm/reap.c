@@ -552,10 +552,16 @@ int pool_decay_(bool wait)
     if (a->hdr == NULL || pool_arena_copied_())
         return 0;
     /* Read without the lock: a period not yet over costs nothing.  A
-     * period is the page heap's own operations' to end; this ends one
-     * they have left running twice its length, a heap gone quiet. */
+     * period is the attached processes' to end, by the page heap's
+     * operations and their threads' housekeeping (!wait), as soon as it
+     * has run its length; a supervisor's call ends one they have left
+     * running twice its length, a heap gone quiet, so that the returns
+     * (and a crash soak's deaths in them) stay the workers'.  A heap
+     * whose only operations after a burst are its workers' scavenges
+     * otherwise ran periods of two to three seconds, and gave the burst
+     * back three of them after it. */
     uint64_t start = pool_atomic_load_relaxed(&a->ph->decay_start_ns);
-    if (pool_prim_now_coarse_ns_() - start < 2 * POOL_DECAY_NS)
+    if (pool_prim_now_coarse_ns_() - start < (wait ? 2 : 1) * POOL_DECAY_NS)
         return 0;
     struct timespec deadline = pool_deadline_in_(POOL_WAIT_MS);
     return pool_pageheap_decay_(a, wait ? &deadline : NULL) ? 0 : EAGAIN;

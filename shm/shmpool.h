@@ -138,11 +138,13 @@ POOL_API void pool_thread_flush(void);
 
 /* Give three quarters of each bin of the calling thread's cache back to
  * the central caches, keeping the most recently freed quarter, halve each
- * bin's next refill (slow start doubles it again), and end the decay
- * period of every class that has gone quiet: the empty spans it kept
- * through a whole period go to the page heap (one stays if a span of the
- * class emptied in that period), whose own decay gives them to the OS at
- * the end of its current period.  A thread that
+ * bin's next refill (slow start doubles it again), move the cache's spans
+ * of a class down the heap when they are little used and free pages lie
+ * far below them, and end the decay period of every class that has gone
+ * quiet: the empty spans it kept through a whole period go to the page
+ * heap (one stays if a span of the class emptied in that period), whose
+ * own decay gives them to the OS at the end of its current period, which
+ * this call ends too once it has run its length.  A thread that
  * calls it every second or so (poold's workers do, from their one-second
  * timer) drains what a burst left in its cache and its classes within
  * seconds of going quiet, and costs a busy one a refill a second; nothing
@@ -152,8 +154,8 @@ POOL_API void pool_thread_scavenge(void);
 
 /* Give back to the OS the free pages that stayed free through a whole
  * decay period (one second), if one has run twice its length: what the
- * page heap's own operations do at its end, for an arena that has gone
- * quiet (after a burst, pages would otherwise stay mapped until the next
+ * page heap's own operations and pool_thread_scavenge do at its end, for
+ * an arena that has gone quiet (after a burst, pages would otherwise stay mapped until the next
  * page-heap operation).  Any
  * process that maps the arena may call it, attached or not; cheap when no
  * period has ended.  poold's master calls it every second.  Returns 0;

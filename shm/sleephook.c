@@ -65,8 +65,8 @@
 /* A slice is a decay period: each one that ends can end one.  Enough
  * slices for a quiet arena to give back a burst: the cache at the first,
  * the classes' empty spans one or two periods on, the page heap's pages one
- * period later, its cushion POOL_DECAY_WINDOW periods of two slices after
- * that (pool_decay_ ends a period left running for two). */
+ * period later, its cushion POOL_DECAY_WINDOW periods after that, a slice
+ * or two each (a period ends at the first slice after its length). */
 #define POOL_SLEEP_SLICE_NS POOL_DECAY_NS
 #define POOL_SLEEP_SLICES (4 + 2 * POOL_DECAY_WINDOW + 4)
 

@@ -350,6 +350,7 @@ void pool_thread_scavenge(void)
      * on the way, its tag on them has the reaper finish the move. */
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++)
         pool_central_decay_(&pool_arena_, cls, tc->tag);
+    pool_decay_(false);
     pool_guard_leave();
 }
 
