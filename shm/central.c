@@ -419,19 +419,27 @@ static void decay_empties(pool_arena_t *a, unsigned cls, uint16_t tag, bool quie
     POOL_JSET(j, c->nempty_min, c->nempty);
 }
 
-void pool_central_trim_(pool_arena_t *a, unsigned cls, uint32_t keep, uint16_t tag,
-                        uint32_t *leaving)
+/* shed_empties as an operation `op` of its own, the period's low mark
+ * kept at most the count.  REQUIRES: class lock. */
+static void shed_op(pool_arena_t *a, unsigned cls, pool_op_t op, uint32_t due, uint32_t from,
+                    uint16_t tag, uint32_t *leaving)
 {
     pool_central_sh_t *c = &a->central[cls];
     pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
-    if (c->nempty <= keep)
-        return;
-    pool_journal_begin_(j, POOL_OP_REAP);
-    shed_empties(a, cls, c->nempty - keep, 0, tag, leaving);
+    pool_journal_begin_(j, op);
+    shed_empties(a, cls, due, from, tag, leaving);
     pool_journal_step_(j);
     if (c->nempty_min > c->nempty)
         POOL_JSET(j, c->nempty_min, c->nempty);
     pool_journal_commit_(j);
+}
+
+void pool_central_trim_(pool_arena_t *a, unsigned cls, uint32_t keep, uint16_t tag,
+                        uint32_t *leaving)
+{
+    pool_central_sh_t *c = &a->central[cls];
+    if (c->nempty > keep)
+        shed_op(a, cls, POOL_OP_REAP, c->nempty - keep, 0, tag, leaving);
 }
 
 /* Give the spans decay_empties or a release unlinked (linked by next) to
@@ -735,13 +743,7 @@ void pool_central_shed_high_(pool_arena_t *a, unsigned cls, uint16_t tag)
     uint32_t leaving = POOL_NIL;
     if (!pool_lock_try_(a, &c->lock, POOL_LOCK_CENTRAL, cls))
         return;
-    pool_journal_sh_t *j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
-    pool_journal_begin_(j, POOL_OP_RELEASE);
-    shed_empties(a, cls, c->nempty, fit + POOL_MOVE_DOWN_PAGES, tag, &leaving);
-    pool_journal_step_(j);
-    if (c->nempty_min > c->nempty)
-        POOL_JSET(j, c->nempty_min, c->nempty);
-    pool_journal_commit_(j);
+    shed_op(a, cls, POOL_OP_RELEASE, c->nempty, fit + POOL_MOVE_DOWN_PAGES, tag, &leaving);
     pool_unlock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
     send_leaving(a, cls, leaving, false);
 }
