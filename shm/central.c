@@ -117,7 +117,7 @@ static void forget(pool_tcache_sh_t *tc, const pool_span_sh_t *s)
  * is free and starts in the cache line the last one taken ends in or, for a
  * batch of half a 4 KiB page or more, in the 4 KiB page the nth object ends
  * in, so that two thread caches share no line and at most a page's edge.
- * Lines first: the slow start of two workers' bins (1, 2, 4 objects)
+ * Lines first: the first small batches of two workers' bins
  * interleaved their objects in the same lines, and every later write to one
  * invalidated the other's line: /heavy under -P 2 ran at 4.6 or 10 ns a
  * pair depending on how the first fetches raced.  Then pages: two workers

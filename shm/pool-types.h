@@ -437,8 +437,8 @@ typedef struct pool_own_s {
                           * with batch and churned it fills what would be
                           * padding here); grows from the class's by churn,
                           * back at each scavenge */
-    uint8_t batch;       /* the bin's next fetch size; doubles up to the class
-                          * maximum (POOL_BATCH_MAX) */
+    uint8_t batch;       /* the bin's next fetch size; grows by one up to the
+                          * class maximum (POOL_BATCH_MAX) */
     uint8_t churned;     /* the bin released objects since its last refill */
     uint64_t xinbox;     /* objects of this cache's spans that other caches freed,
                           * pushed here without a lock and taken whole by the

@@ -138,7 +138,7 @@ POOL_API void pool_thread_flush(void);
 
 /* Give three quarters of each bin of the calling thread's cache back to
  * the central caches, keeping the most recently freed quarter, halve each
- * bin's next refill (slow start doubles it again), move the cache's spans
+ * bin's next refill (each refill grows it by one again), move the cache's spans
  * of a class down the heap when they are little used and free pages lie
  * far below them, and end the decay period of every class that has gone
  * quiet: the empty spans it kept through a whole period go to the page

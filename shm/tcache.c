@@ -5,8 +5,8 @@
  * which the fast paths (alloc.h) only pop and push.  Here is what fills
  * and empties the bins: a refill from the central cache, a full bin's
  * release, flush and scavenge, and the debug-build checks.  Batches from
- * the central cache grow by slow start (1, 2, 4 ... up to the class
- * maximum); a bin that reaches its watermark (256 KiB of objects, at least
+ * the central cache grow by one object a refill (1, 2, 3 ... up to the
+ * class maximum); a bin that reaches its watermark (256 KiB of objects, at least
  * two batches) releases one batch.  A bin that runs dry after releasing
  * has its watermark grow by a batch, up to four times the class's, and a
  * scavenge halves it back towards the class's (sizeclass.c,
@@ -305,7 +305,7 @@ void pool_thread_scavenge(void)
          * refill fetches a burst's batch again and the bins keep that
          * much more than the load needs (32 workers under 10 requests a
          * second, 30 s after a burst each: 4.5 MiB in the bins against
-         * 1.7).  Slow start doubles it back within a few refills. */
+         * 1.7).  Refills grow it back by one object each. */
         tc->own[cls].batch = tc->own[cls].batch > 1 ? tc->own[cls].batch / 2 : 1;
         /* Likewise the watermark a churn grew, and the churn is
          * forgotten: a refill after a quiet second grows nothing until
@@ -443,8 +443,14 @@ static bool refill(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
         pm[((uintptr_t)objs[i] - tc->base) >> POOL_PAGE_SHIFT] = (uint8_t)cls;
         pool_bin_push(tc, cls, objs[i]);
     }
+    /* By one, not twice: a bin that doubled its batch fetched up to twice
+     * what a light load needs, and a fetch touches every object it links,
+     * so the overshoot's pages stayed resident in each worker's spans
+     * (8 poold workers under a trickle of /heavy: 12 KiB a worker more,
+     * idle and settled).  A burst's refills still reach the class's
+     * largest batch within a few hundred objects. */
     uint32_t max = pool_classes_[cls].max_batch;
-    tc->own[cls].batch = (uint8_t)(tc->own[cls].batch * 2 < max ? tc->own[cls].batch * 2 : max);
+    tc->own[cls].batch = (uint8_t)(tc->own[cls].batch + 1u < max ? tc->own[cls].batch + 1u : max);
     /* The bin released objects and has run dry since: what it gave the
      * central cache came back, two trips under the class lock that a
      * longer bin saves, so it grows by a batch up to the class's most

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The thread cache and the allocation entry points: slow start, the
+/* The thread cache and the allocation entry points: batch growth, the
  * watermark, threads, fork, accounting, stats output, frees of another
  * thread's or process's blocks, and the aborts on double and invalid
  * frees. */
@@ -40,12 +40,12 @@ static void *head_of(size_t size)
     return pool_tls_tcache_->heads[pool_sizeclass_of(size)];
 }
 
-START_TEST(test_slow_start)
+START_TEST(test_batch_growth)
 {
     test_own_classes();
     void *p = pool_malloc(16);
     /* First miss asked for one object, got its cache line's four (a batch
-     * ends on a line boundary), and doubled the batch. */
+     * ends on a line boundary), and grew the batch by one. */
     ck_assert_uint_eq(len_of(16), 3);
     ck_assert_uint_eq(batch_of(16), 2);
     void *q[3];
@@ -54,25 +54,28 @@ START_TEST(test_slow_start)
     ck_assert_uint_eq(len_of(16), 0);
     void *r = pool_malloc(16); /* asked for two, got a line */
     ck_assert_uint_eq(len_of(16), 3);
-    ck_assert_uint_eq(batch_of(16), 4);
-    /* A batch of half a 4 KiB page or more goes on to the end of the page
-     * its last object ends in (16-byte objects: 128 and more). */
-    uint32_t expect = 4;
-    for (int i = 0; i < 600; i++) {
-        if (len_of(16) == 0) {
-            uintptr_t first = (uintptr_t)pool_malloc(16);
-            uintptr_t end = first + expect * 16;
-            if (expect * 16 >= POOL_STREAM_BYTES / 2)
-                end = (end + POOL_STREAM_BYTES - 1) / POOL_STREAM_BYTES * POOL_STREAM_BYTES;
-            ck_assert_uint_eq(len_of(16), (end - first) / 16 - 1);
-            expect = expect * 2 < pool_classes_[1].max_batch ? expect * 2
-                                                              : pool_classes_[1].max_batch;
-            ck_assert_uint_eq(batch_of(16), expect);
-        } else {
+    ck_assert_uint_eq(batch_of(16), 3);
+    /* Each miss fetches its batch, extended to the end of the line or, from
+     * half a 4 KiB page of objects (16-byte objects: 128), of the page its
+     * last object ends in, and grows the next batch by one, never twice. */
+    const uint32_t max = pool_classes_[1].max_batch;
+    uint32_t expect = 3, misses = 0;
+    for (int i = 0; i < 40000 && expect < max; i++) {
+        if (len_of(16) != 0) {
             pool_malloc(16);
+            continue;
         }
+        pool_malloc(16);
+        uint32_t got = len_of(16) + 1;
+        uint32_t slack = expect * 16 >= POOL_STREAM_BYTES / 2 ? POOL_STREAM_BYTES / 16 - 1 : 3;
+        ck_assert_uint_ge(got, expect);
+        ck_assert_uint_le(got, expect + slack);
+        expect++;
+        ck_assert_uint_eq(batch_of(16), expect);
+        misses++;
     }
-    ck_assert_uint_eq(batch_of(16), pool_classes_[1].max_batch);
+    ck_assert_uint_eq(batch_of(16), max);
+    ck_assert_uint_eq(misses, max - 3);
     pool_free(p);
     for (int i = 0; i < 3; i++)
         pool_free(q[i]);
@@ -1059,7 +1062,7 @@ Suite *make_tcache_suite(void)
     Suite *s = suite_create("tcache");
     TCase *tc = tcase_create("bins");
     tcase_add_checked_fixture(tc, pool_test_create_attach, pool_test_destroy);
-    tcase_add_test(tc, test_slow_start);
+    tcase_add_test(tc, test_batch_growth);
     tcase_add_test(tc, test_refill_maps_used_pages_around);
     tcase_add_test(tc, test_usable_size_of_every_kind);
     tcase_add_test(tc, test_scavenge_quarters_bins);
