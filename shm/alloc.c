@@ -250,7 +250,7 @@ static void free_shared(void *p)
 void pool_free_slow_unroom_(void *p)
 {
     pool_tcache_sh_t *tc = pool_tls_tcache_;
-    tc->bins[tc->pm_class[((uintptr_t)p - tc->base) >> POOL_PAGE_SHIFT]].room++;
+    tc->bins[tc->pm_class[((uintptr_t)p - tc->base) >> POOL_PM_SHIFT]].room++;
     free_shared(p);
 }
 

@@ -84,7 +84,7 @@ static inline void pool_free_fast(void *p)
         pool_free_slow_(p);
         return;
     }
-    unsigned cls = tc->pm_class[off >> POOL_PAGE_SHIFT];
+    unsigned cls = tc->pm_class[off >> POOL_PM_SHIFT];
     pool_bin_t *bin = &tc->bins[cls];
     if (pool_unlikely(--bin->room < 0 || ((uintptr_t)p & bin->misalign) != 0 ||
                       *pool_obj_mark(p) == tc)) {

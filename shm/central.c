@@ -109,7 +109,7 @@ static void relist(pool_arena_t *a, unsigned cls, pool_journal_sh_t *j, uint32_t
  * nothing to journal, as it dies with the thread. */
 static void forget(pool_tcache_sh_t *tc, const pool_span_sh_t *s)
 {
-    memset((uint8_t *)tc->pm_class + s->start, 0, s->npages);
+    memset((uint8_t *)tc->pm_class + s->start * POOL_PM_PER_PAGE, 0, s->npages * POOL_PM_PER_PAGE);
 }
 
 /* Take n free objects from span idx into out[], tagging them, or fewer if
@@ -169,6 +169,14 @@ static uint32_t take_objects(pool_arena_t *a, pool_journal_sh_t *j, uint32_t idx
         }
         got += took;
         s->nfree = (uint16_t)(s->nfree - took);
+    }
+    /* The cache will write what it took: pages its scavenge gave back
+     * that hold any of it are in memory again (lowest first, so the
+     * objects past `next` are untouched). */
+    if (s->returned != 0 && got > 0) {
+        uint32_t top = pool_span_top_pages(s, next, pool_prim_os_page_size_());
+        if (top < s->returned)
+            POOL_JSET(j, s->returned, (uint8_t)top);
     }
     return got;
 }
@@ -748,6 +756,48 @@ void pool_central_shed_high_(pool_arena_t *a, unsigned cls, uint16_t tag)
     send_leaving(a, cls, leaving, false);
 }
 
+/* A burst's fetches wrote objects up to the top of the spans its cache
+ * owned, and the light load after it takes the lowest free objects of the
+ * same spans, so the top OS pages stayed resident with nothing in them:
+ * after a burst each of 8 poold workers held both OS pages of its 16 to
+ * 112-byte and 2 and 4 KiB classes' spans where the trickle after it needs
+ * one.  Under the class lock throughout: a fetch takes from these spans. */
+void pool_central_purge_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc)
+{
+    pool_central_sh_t *c = &a->central[cls];
+    pool_own_t *own = &tc->own[cls];
+    /* Read without the lock: only this thread adds to its lists. */
+    if (pool_atomic_load_relaxed(&own->spans) == POOL_NIL)
+        return;
+    if (!pool_lock_try_(a, &c->lock, POOL_LOCK_CENTRAL, cls))
+        return;
+    size_t page = pool_prim_os_page_size_();
+    pool_journal_sh_t *j = NULL;
+    unsigned budget = POOL_LOW_SCAN;
+    for (uint32_t i = own->spans; i != POOL_NIL && budget-- > 0; i = a->spans[i].next) {
+        pool_span_sh_t *s = &a->spans[i];
+        uint32_t top = pool_span_top_pages(s, pool_span_handed_end(s), page);
+        if (top <= s->returned)
+            continue;
+        if (j == NULL) {
+            j = pool_lock_journal_(a, POOL_LOCK_CENTRAL, cls);
+            pool_journal_begin_(j, POOL_OP_RELEASE);
+        }
+        size_t len = (size_t)(top - s->returned) * page;
+        uintptr_t from = (uintptr_t)pool_span_addr(a, s) +
+                         ((size_t)s->npages << POOL_PAGE_SHIFT) - (size_t)top * page;
+        /* Frees into these pages take the slow path from now on: the
+         * zeroed objects carry no mark to send a double free there. */
+        memset((uint8_t *)tc->pm_class + ((from - a->data) >> POOL_PM_SHIFT), 0,
+               len >> POOL_PM_SHIFT);
+        pool_prim_remove_((void *)from, len, a->hdr->shared);
+        POOL_JSET(j, s->returned, (uint8_t)top);
+    }
+    if (j != NULL)
+        pool_journal_commit_(j);
+    pool_unlock_(a, &c->lock, POOL_LOCK_CENTRAL, cls);
+}
+
 void pool_central_disown_dead_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc,
                                uint16_t tag, uint32_t *leaving)
 {
@@ -880,6 +930,10 @@ void pool_central_rebuild_(pool_arena_t *a, unsigned cls)
             continue;
         }
         s->nfree = (uint16_t)free_in_bitmap(s);
+        /* Pages given back at the top are a hint the bitmap cannot
+         * vouch for now: say none, and the next scavenge gives them back
+         * again (once more, harmlessly). */
+        s->returned = 0;
         s->listed = POOL_LISTED_NO;
         /* Owners keep their spans: a live owner's page map sends their
          * objects to its bins. */

@@ -120,6 +120,9 @@ static bool check_small(chk_t *c, const pool_span_sh_t *s, class_tot_t *tot)
     if (s->nfree != POOL_MAX_OBJECTS - held)
         return fail(c, "span %u: free count %u but the bitmap has %u free objects", s->start,
                     s->nfree, POOL_MAX_OBJECTS - held);
+    if (s->returned > pool_span_top_pages(s, pool_span_handed_end(s), pool_prim_os_page_size_()))
+        return fail(c, "span %u: %u OS pages at its top given back, but objects there are handed out",
+                    s->start, s->returned);
     if (s->listed == POOL_LISTED_LEAVING || s->listed == POOL_LISTED_ARRIVING) {
         /* Between the tiers, held by the process that moves it. */
         if (s->nfree != s->count)

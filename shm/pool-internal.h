@@ -278,6 +278,29 @@ static inline void *pool_span_addr(const pool_arena_t *a, const pool_span_sh_t *
     return (void *)(a->data + ((uintptr_t)s->start << POOL_PAGE_SHIFT));
 }
 
+/* One past the last object of small span s that is handed out (its bit
+ * set), 0 when none is. */
+static inline uint32_t pool_span_handed_end(const pool_span_sh_t *s)
+{
+    for (unsigned w = (s->count + 63u) / 64u; w-- > 0;) {
+        uint64_t bits = s->bitmap[w];
+        if (w == s->count / 64u) /* the bits past the last object are set */
+            bits &= (UINT64_C(1) << (s->count % 64u)) - 1;
+        if (bits != 0)
+            return w * 64u + 64u - (unsigned)__builtin_clzll(bits);
+    }
+    return 0;
+}
+
+/* The OS pages at the top of small span s that no byte of its first n
+ * objects lies in. */
+static inline uint32_t pool_span_top_pages(const pool_span_sh_t *s, uint32_t n, size_t os_page)
+{
+    size_t end = (size_t)s->npages << POOL_PAGE_SHIFT;
+    size_t from = ((size_t)n * s->objsize + os_page - 1) / os_page * os_page;
+    return from < end ? (uint32_t)((end - from) / os_page) : 0;
+}
+
 /* A process maps each page of the shared arena on its own first touch of
  * it, even a page another process has in memory already, and a write fault
  * maps its one page.  A read fault maps the pages of the aligned window
@@ -354,6 +377,12 @@ bool pool_central_move_down_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc
  * with nothing done when another holds one; then takes the page-heap
  * lock with the class lock dropped. */
 void pool_central_shed_high_(pool_arena_t *a, unsigned cls, uint16_t tag);
+/* The OS pages at the top of tc's own spans of class cls that hold no
+ * object handed out, and have not already, go back to the OS (MADV_REMOVE
+ * on a shared arena, MADV_DONTNEED on a private one); span->returned
+ * counts them until a fetch takes objects there.  Tries the class lock,
+ * and does nothing when another holds it. */
+void pool_central_purge_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc);
 /* The same for the cache of a dead thread, within a reap: spans that
  * leave the class go on *leaving (linked by next), marked LEAVING for
  * `tag`.  REQUIRES: every lock. */

@@ -36,6 +36,14 @@
 #define POOL_PAGE_SHIFT 13
 #define POOL_PAGE_SIZE ((size_t)1 << POOL_PAGE_SHIFT)
 
+/* A thread's own page map has a byte for every 4 KiB of the arena, the
+ * size of the OS pages a scavenge gives back from the top of a span
+ * (pool_central_purge_): a free of an object that starts in one of them
+ * must take the slow path, whose checks the object's mark no longer
+ * triggers, the page having been zeroed. */
+#define POOL_PM_SHIFT 12
+#define POOL_PM_PER_PAGE ((size_t)1 << (POOL_PAGE_SHIFT - POOL_PM_SHIFT))
+
 /* Owner tags: an object or big span records the attach slot of the process
  * that took it (slot + 1); 0 means untracked, never reclaimed by a reap.
  * Slot 255 has no tag of its own. */
@@ -265,7 +273,9 @@ typedef struct pool_span_sh_s {
     uint32_t next;
     uint8_t state;    /* pool_span_state_t */
     uint8_t cls;      /* size class for POOL_SPAN_SMALL, else 0 */
-    uint8_t returned; /* free span whose pages went back to the OS */
+    uint8_t returned; /* free span: its pages went back to the OS; small span:
+                       * OS pages at its top that went back and that no fetch
+                       * has taken objects from since (pool_central_purge_) */
     uint8_t listed;   /* pool_listed_t */
     uint16_t owner;   /* tag: big span, its taker; small span in transit, its mover */
     uint16_t count;   /* objects in the span */
@@ -451,8 +461,10 @@ typedef struct pool_own_s {
 typedef struct pool_tcache_sh_s {
     uintptr_t base;          /* first data page of the arena */
     uintptr_t size;          /* data bytes; 0 in the empty cache */
-    const uint8_t *pm_class; /* the thread's own page map (process-private): the class
-                              * byte of the pages of spans it owns, 0 elsewhere */
+    const uint8_t *pm_class; /* the thread's own page map (process-private), a byte
+                              * per 4 KiB (POOL_PM_SHIFT): the class of those its
+                              * objects start in, 0 elsewhere and in those a
+                              * scavenge gave back */
     pool_binstats_t *stats;  /* [POOL_NCLASSES]: the slot's row of the arena's
                               * counters (stats builds only write them), kept
                               * out of the cache, whose pages every thread

@@ -140,7 +140,8 @@ POOL_API void pool_thread_flush(void);
  * the central caches, keeping the most recently freed quarter, halve each
  * bin's next refill (each refill grows it by one again), move the cache's spans
  * of a class down the heap when they are little used and free pages lie
- * far below them, and end the decay period of every class that has gone
+ * far below them, give back the OS pages at the top of the spans it keeps
+ * that hold nothing in use, and end the decay period of every class that has gone
  * quiet: the empty spans it kept through a whole period go to the page
  * heap (one stays if a span of the class emptied in that period), whose
  * own decay gives them to the OS at the end of its current period, which

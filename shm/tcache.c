@@ -51,7 +51,8 @@ static void inbox_reopen(pool_tcache_sh_t *tc, unsigned cls)
 
 bool pool_tcache_init_(pool_arena_t *a, pool_tcache_sh_t *tc, uint16_t slot)
 {
-    size_t len = (a->npages + pool_prim_os_page_size_() - 1) & ~(pool_prim_os_page_size_() - 1);
+    size_t len = (a->npages * POOL_PM_PER_PAGE + pool_prim_os_page_size_() - 1) &
+                 ~(pool_prim_os_page_size_() - 1);
     if (private_maps[slot] == NULL) {
         void *m;
         if (pool_prim_map_private_(len, &m) != 0)
@@ -345,6 +346,7 @@ void pool_thread_scavenge(void)
         if (pool_central_move_down_(&pool_arena_, cls, tc))
             flush_class(&pool_arena_, tc, cls);
         pool_central_shed_high_(&pool_arena_, cls, tc->tag);
+        pool_central_purge_(&pool_arena_, cls, tc);
     }
     /* An attached thread moves the quiet classes' empty spans: if it dies
      * on the way, its tag on them has the reaper finish the move. */
@@ -440,7 +442,7 @@ static bool refill(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
         map_objects(objs, got);
     uint8_t *pm = (uint8_t *)tc->pm_class;
     for (uint32_t i = got; i-- > 0;) {
-        pm[((uintptr_t)objs[i] - tc->base) >> POOL_PAGE_SHIFT] = (uint8_t)cls;
+        pm[((uintptr_t)objs[i] - tc->base) >> POOL_PM_SHIFT] = (uint8_t)cls;
         pool_bin_push(tc, cls, objs[i]);
     }
     /* By one, not twice: a bin that doubled its batch fetched up to twice
@@ -534,7 +536,7 @@ static POOL_NOINLINE void keep_free(pool_arena_t *a, pool_tcache_sh_t *tc, unsig
     } else {
         /* A span this cache owns whose page its map did not show yet: one
          * it took over with objects of an owner that left. */
-        ((uint8_t *)tc->pm_class)[((uintptr_t)p - tc->base) >> POOL_PAGE_SHIFT] = (uint8_t)cls;
+        ((uint8_t *)tc->pm_class)[((uintptr_t)p - tc->base) >> POOL_PM_SHIFT] = (uint8_t)cls;
         if (*l.room <= 0) {
             tc->own[cls].churned = 1;
             void *objs[POOL_BATCH_MAX];

@@ -196,6 +196,55 @@ START_TEST(test_scavenge_moves_down)
 }
 END_TEST
 
+/* Whether the OS page at p has memory behind it. */
+static bool resident(const void *p)
+{
+    unsigned char v = 0;
+    ck_assert_int_eq(pool_prim_resident_(p, pool_prim_os_page_size_(), &v), 0);
+    return v & 1;
+}
+
+/* A scavenge gives back the OS pages at the top of the cache's spans that
+ * hold nothing handed out, once, and a fetch that takes objects there has
+ * them in memory again. */
+START_TEST(test_scavenge_purges_span_tops)
+{
+    enum { N = 400 };
+    static void *p[N];
+    pool_arena_t *a = &pool_arena_;
+    size_t page = pool_prim_os_page_size_();
+    test_own_classes();
+    for (int i = 0; i < N; i++)
+        p[i] = pool_malloc(16);
+    uint32_t s = span_of(p[0]);
+    ck_assert_uint_eq(span_of(p[N - 1]), s);
+    pool_span_sh_t *sp = &a->spans[s];
+    const char *top = (char *)pool_span_addr(a, sp) + ((size_t)sp->npages << POOL_PAGE_SHIFT) - page;
+    ck_assert((char *)p[N - 1] >= top);
+    ck_assert(resident(top));
+    /* Top down, so that the quarter of the bin a scavenge keeps, the most
+     * recently freed, lies in the span's first page. */
+    for (int i = N - 1; i >= 40; i--)
+        pool_free(p[i]);
+    pool_thread_scavenge();
+    ck_assert_uint_eq(sp->holder, pool_tls_tcache_->slot + 1);
+    ck_assert_uint_eq(sp->returned, 1);
+    ck_assert(!resident(top));
+    ck_assert(resident(pool_span_addr(a, sp)));
+    pool_test_assert_consistent();
+    /* Nothing more to give back: the next scavenge leaves it. */
+    pool_thread_scavenge();
+    ck_assert_uint_eq(sp->returned, 1);
+    for (int i = 40; i < N; i++)
+        p[i] = pool_malloc(16);
+    ck_assert_uint_eq(sp->returned, 0);
+    ck_assert(resident(top));
+    for (int i = 0; i < N; i++)
+        pool_free(p[i]);
+    pool_test_assert_consistent();
+}
+END_TEST
+
 /* The batch halves at each scavenge: after a burst grew it to the class's
  * largest, a light load's refills fetch a little, not a burst's batch,
  * once a few scavenges have run. */
@@ -688,7 +737,9 @@ END_TEST
 
 /* Freed twice with the object back in its span in between, the span
  * still the cache's own, and nothing else on the object's OS page: a
- * scavenge gives the bin back and leaves the span with its owner. */
+ * scavenge gives the bin back, leaves the span with its owner and gives
+ * the page back, zeroing the object's mark, so that only the cache's page
+ * map sends the second free to the checks. */
 START_TEST(test_double_free_after_scavenge_aborts)
 {
     size_t size = pool_prim_os_page_size_();
@@ -1068,6 +1119,7 @@ Suite *make_tcache_suite(void)
     tcase_add_test(tc, test_scavenge_quarters_bins);
     tcase_add_test(tc, test_scavenge_halves_batch);
     tcase_add_test(tc, test_scavenge_moves_down);
+    tcase_add_test(tc, test_scavenge_purges_span_tops);
     tcase_add_test(tc, test_watermark_releases_a_batch);
     tcase_add_test(tc, test_churn_grows_watermark);
     tcase_add_test(tc, test_random_sizes_keep_content);
