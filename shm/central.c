@@ -104,12 +104,19 @@ static void relist(pool_arena_t *a, unsigned cls, pool_journal_sh_t *j, uint32_t
         list_push(a, to, j, idx);
 }
 
-/* The thread cache tc gives span s up: its own page map stops sending the
- * span's objects to its bins.  The map is the thread's, never the arena's:
- * nothing to journal, as it dies with the thread. */
-static void forget(pool_tcache_sh_t *tc, const pool_span_sh_t *s)
+/* tc's own page map stops sending frees of objects in [addr, addr + len)
+ * to its bins.  The map is the thread's, never the arena's: nothing to
+ * journal, as it dies with the thread. */
+static void pm_clear(pool_tcache_sh_t *tc, uintptr_t addr, size_t len)
 {
-    memset((uint8_t *)tc->pm_class + s->start * POOL_PM_PER_PAGE, 0, s->npages * POOL_PM_PER_PAGE);
+    memset((uint8_t *)tc->pm_class + ((addr - tc->base) >> POOL_PM_SHIFT), 0,
+           len >> POOL_PM_SHIFT);
+}
+
+/* The thread cache tc gives span s up. */
+static void forget(const pool_arena_t *a, pool_tcache_sh_t *tc, const pool_span_sh_t *s)
+{
+    pm_clear(tc, (uintptr_t)pool_span_addr(a, s), (size_t)s->npages << POOL_PAGE_SHIFT);
 }
 
 /* Take n free objects from span idx into out[], tagging them, or fewer if
@@ -367,7 +374,7 @@ static bool give_back(pool_arena_t *a, unsigned cls, pool_span_sh_t *s, const ui
     POOL_JSET(j, s->nfree, s->nfree + n);
     if (s->nfree == s->count && tc != NULL && s->holder == tc->slot + 1) {
         POOL_JSET(j, s->holder, 0);
-        forget(tc, s);
+        forget(a, tc, s);
     }
     settle(a, cls, j, idx, from, tag, leaving);
     return true;
@@ -655,7 +662,7 @@ static bool disown_all(pool_arena_t *a, unsigned cls, pool_journal_sh_t *j, pool
             POOL_JSET(j, a->spans[idx].holder, 0);
             POOL_CRASH_POINT("central.disown");
             if (live)
-                forget(tc, &a->spans[idx]);
+                forget(a, tc, &a->spans[idx]);
             settle(a, cls, j, idx, lists[l], tag, leaving);
         }
     }
@@ -788,8 +795,7 @@ void pool_central_purge_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc)
                          ((size_t)s->npages << POOL_PAGE_SHIFT) - (size_t)top * page;
         /* Frees into these pages take the slow path from now on: the
          * zeroed objects carry no mark to send a double free there. */
-        memset((uint8_t *)tc->pm_class + ((from - a->data) >> POOL_PM_SHIFT), 0,
-               len >> POOL_PM_SHIFT);
+        pm_clear(tc, from, len);
         pool_prim_remove_((void *)from, len, a->hdr->shared);
         POOL_JSET(j, s->returned, (uint8_t)top);
     }

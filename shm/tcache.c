@@ -450,7 +450,7 @@ static bool refill(pool_arena_t *a, pool_tcache_sh_t *tc, unsigned cls)
      * so the overshoot's pages stayed resident in each worker's spans
      * (8 poold workers under a trickle of /heavy: 12 KiB a worker more,
      * idle and settled).  A burst's refills still reach the class's
-     * largest batch within a few hundred objects. */
+     * largest batch, 128 objects of the smallest classes, after 8,128. */
     uint32_t max = pool_classes_[cls].max_batch;
     tc->own[cls].batch = (uint8_t)(tc->own[cls].batch + 1u < max ? tc->own[cls].batch + 1u : max);
     /* The bin released objects and has run dry since: what it gave the

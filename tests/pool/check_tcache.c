@@ -196,14 +196,6 @@ START_TEST(test_scavenge_moves_down)
 }
 END_TEST
 
-/* Whether the OS page at p has memory behind it. */
-static bool resident(const void *p)
-{
-    unsigned char v = 0;
-    ck_assert_int_eq(pool_prim_resident_(p, pool_prim_os_page_size_(), &v), 0);
-    return v & 1;
-}
-
 /* A scavenge gives back the OS pages at the top of the cache's spans that
  * hold nothing handed out, once, and a fetch that takes objects there has
  * them in memory again. */
@@ -221,7 +213,7 @@ START_TEST(test_scavenge_purges_span_tops)
     pool_span_sh_t *sp = &a->spans[s];
     const char *top = (char *)pool_span_addr(a, sp) + ((size_t)sp->npages << POOL_PAGE_SHIFT) - page;
     ck_assert((char *)p[N - 1] >= top);
-    ck_assert(resident(top));
+    ck_assert(pool_test_any_resident((uintptr_t)top, (uintptr_t)top + page));
     /* Top down, so that the quarter of the bin a scavenge keeps, the most
      * recently freed, lies in the span's first page. */
     for (int i = N - 1; i >= 40; i--)
@@ -229,8 +221,9 @@ START_TEST(test_scavenge_purges_span_tops)
     pool_thread_scavenge();
     ck_assert_uint_eq(sp->holder, pool_tls_tcache_->slot + 1);
     ck_assert_uint_eq(sp->returned, 1);
-    ck_assert(!resident(top));
-    ck_assert(resident(pool_span_addr(a, sp)));
+    ck_assert(!pool_test_any_resident((uintptr_t)top, (uintptr_t)top + page));
+    ck_assert(pool_test_any_resident((uintptr_t)pool_span_addr(a, sp),
+                                     (uintptr_t)pool_span_addr(a, sp) + page));
     pool_test_assert_consistent();
     /* Nothing more to give back: the next scavenge leaves it. */
     pool_thread_scavenge();
@@ -238,7 +231,7 @@ START_TEST(test_scavenge_purges_span_tops)
     for (int i = 40; i < N; i++)
         p[i] = pool_malloc(16);
     ck_assert_uint_eq(sp->returned, 0);
-    ck_assert(resident(top));
+    ck_assert(pool_test_any_resident((uintptr_t)top, (uintptr_t)top + page));
     for (int i = 0; i < N; i++)
         pool_free(p[i]);
     pool_test_assert_consistent();
