@@ -797,6 +797,7 @@ void pool_central_purge_(pool_arena_t *a, unsigned cls, pool_tcache_sh_t *tc)
          * zeroed objects carry no mark to send a double free there. */
         pm_clear(tc, from, len);
         pool_prim_remove_((void *)from, len, a->hdr->shared);
+        POOL_CRASH_POINT("central.purge");
         POOL_JSET(j, s->returned, (uint8_t)top);
     }
     if (j != NULL)

@@ -35,7 +35,8 @@ const char *const pool_crash_points_[] = {
     "reap.found",       "reap.object",         "reap.transit",
     "reap.slot",        "tcache.cut",          "tcache.inbox_push",
     "tcache.inbox_take",
-    "repair.lock",      "lock.journal",        NULL,
+    "repair.lock",      "lock.journal",        "central.purge",
+    NULL,
 };
 
 static char crash_name[64];    /* empty: no named point armed */
