@@ -21,7 +21,15 @@
  *
  * What the caller sees is the call it made: a slice that reports an event,
  * an error or a signal (EINTR) returns that, errno as the C library left
- * it; the last call's result otherwise, 0 when the timeout ran out.
+ * it; the last call's result otherwise, 0 when the timeout ran out.  A
+ * signal must not fall between two slices, where its handler would run
+ * and the next slice sleep on, so that a loop whose handler sets a flag
+ * for it to see (a worker told to quit) would sleep through it: the
+ * thread blocks its signals while it slices, and every slice is the
+ * p-variant of its call, which waits with the caller's mask (the one it
+ * passed, or the thread's own) installed for the wait alone; a signal that
+ * comes while the thread drains is delivered by the next slice's wait,
+ * which returns EINTR.
  * select() gets its descriptor sets back before every slice (a timeout
  * clears them) and its timeval set to the time left, as Linux's does; a
  * set past FD_SETSIZE is not cut.  A signal handler that sleeps while its
@@ -131,19 +139,27 @@ static bool cut(int64_t ns)
     return (ns < 0 || ns > (int64_t)POOL_SLEEP_SLICE_NS) && !slicing && pool_sleep_due_();
 }
 
-/* The sleep w for ns nanoseconds in slices.  Returns what the caller
- * gets. */
-static int sleep_sliced(sleep_t *w, int64_t ns)
+/* The end of the slices, or of a thread cancelled in one: its signal
+ * mask as it was before them. */
+static void slicing_ended(void *mask)
+{
+    int saved = errno;
+    pthread_sigmask(SIG_SETMASK, mask, NULL);
+    slicing = false;
+    errno = saved;
+}
+
+/* The slices of the sleep w for ns nanoseconds, its signals blocked in
+ * between (above).  Returns what the caller gets. */
+static int slices(sleep_t *w, int64_t ns)
 {
     uint64_t start = pool_prim_now_ns_();
     int64_t left = ns;
-    int rc;
-    slicing = true;
     for (unsigned k = 0; k < POOL_SLEEP_SLICES && (left < 0 || left > (int64_t)POOL_SLEEP_SLICE_NS);
          k++) {
-        rc = w->call(w, (int64_t)POOL_SLEEP_SLICE_NS);
+        int rc = w->call(w, (int64_t)POOL_SLEEP_SLICE_NS);
         if (rc != 0)
-            goto out;
+            return rc;
         bool more = pool_sleep_drain_();
         if (ns >= 0) {
             int64_t spent = (int64_t)(pool_prim_now_ns_() - start);
@@ -152,9 +168,26 @@ static int sleep_sliced(sleep_t *w, int64_t ns)
         if (!more)
             break;
     }
-    rc = w->call(w, left);
-out:
-    slicing = false;
+    return w->call(w, left);
+}
+
+static int sleep_sliced(sleep_t *w, int64_t ns)
+{
+    sigset_t all, mask;
+    sigfillset(&all);
+    /* A fault in the drain keeps its handler, as it had before: blocked,
+     * it would kill the process whatever the handler. */
+    static const int faults[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS };
+    for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
+        sigdelset(&all, faults[i]);
+    pthread_sigmask(SIG_BLOCK, &all, &mask);
+    if (w->mask == NULL)
+        w->mask = &mask;
+    slicing = true;
+    int rc;
+    pthread_cleanup_push(slicing_ended, &mask);
+    rc = slices(w, ns);
+    pthread_cleanup_pop(1);
     return rc;
 }
 
@@ -224,11 +257,6 @@ static int call_ppoll(sleep_t *w, int64_t ns)
     return libc_ppoll_(w->events, (nfds_t)w->n, ns < 0 ? NULL : &ts, w->mask);
 }
 
-static int call_poll(sleep_t *w, int64_t ns)
-{
-    return libc_poll_(w->events, (nfds_t)w->n, to_ms(ns));
-}
-
 POOL_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *timeout,
                       const sigset_t *mask)
 {
@@ -245,7 +273,7 @@ POOL_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
     find_libc_sleeps();
     if (n > INT32_MAX || !cut(ms_to_ns(timeout)))
         return libc_poll_(fds, n, timeout);
-    sleep_t w = { .call = call_poll, .events = fds, .n = (int)n };
+    sleep_t w = { .call = call_ppoll, .events = fds, .n = (int)n };
     return sleep_sliced(&w, ms_to_ns(timeout));
 }
 

@@ -38,6 +38,8 @@ tests_check_pool_LDADD = shm/libshmpool_core.la $(CHECK_LIBS)
 #                         a connection (tests/giveaccept)
 #   sleeps.sh             the sleeps the library cuts into slices keep their
 #                         meaning (tests/sleeps)
+#   sleepsignal.sh        and a signal between two slices still ends one
+#                         with EINTR (tests/sleepsignal, debug builds)
 #   reapempty.sh          a reaped child's blocks leave the classes' budgets
 #                         of empty spans (tests/reapempty)
 #   libdata.sh            a forked child copies no page of the library's
@@ -54,17 +56,17 @@ tests_check_pool_LDADD = shm/libshmpool_core.la $(CHECK_LIBS)
 # ---------------------------------------------------------------------------
 check_PROGRAMS += tests/check_override tests/prefork tests/reapretry tests/isolation \
 	tests/waitstopped tests/giveback tests/givesleep tests/giveaccept tests/sleeps \
-	tests/reapempty tests/libdata
+	tests/sleepsignal tests/reapempty tests/libdata
 TESTS += tests/check_override tests/pool/preload.sh tests/pool/stat.sh tests/pool/statread.sh \
 	tests/pool/reapretry.sh \
 	tests/pool/isolation.sh tests/pool/waitstopped.sh tests/pool/giveback.sh \
 	tests/pool/givesleep.sh tests/pool/giveaccept.sh tests/pool/sleeps.sh \
-	tests/pool/reapempty.sh tests/pool/libdata.sh
+	tests/pool/sleepsignal.sh tests/pool/reapempty.sh tests/pool/libdata.sh
 EXTRA_DIST += tests/pool/preload.sh tests/pool/stat.sh tests/pool/statread.sh \
 	tests/pool/reapretry.sh \
 	tests/pool/isolation.sh tests/pool/waitstopped.sh tests/pool/giveback.sh \
 	tests/pool/givesleep.sh tests/pool/giveaccept.sh tests/pool/sleeps.sh \
-	tests/pool/reapempty.sh tests/pool/libdata.sh tests/pool/children.sh
+	tests/pool/sleepsignal.sh tests/pool/reapempty.sh tests/pool/libdata.sh tests/pool/children.sh
 tests_check_pool_SOURCES += tests/pool/check_stress.c tests/pool/check_fork.c tests/programs/pattern.h
 tests_check_pool_SOURCES += tests/pool/check_lifecycle.c
 tests_check_override_SOURCES = tests/pool/check_override.c tests/programs/pattern.h
@@ -113,6 +115,9 @@ tests_giveaccept_CFLAGS = $(tests_giveback_CFLAGS) -DGIVEBACK_ACCEPT
 tests_sleeps_SOURCES = tests/programs/sleeps.c tests/programs/preloaded.h
 # -fno-builtin: the compiler must not drop the cache's malloc/free pairs.
 tests_sleeps_CFLAGS = $(TEST_CFLAGS) -fno-builtin
+tests_sleepsignal_SOURCES = tests/pool/sleepsignal.c tests/programs/preloaded.h
+# -fno-builtin: the compiler must not drop the cache's malloc/free pairs.
+tests_sleepsignal_CFLAGS = $(TEST_CFLAGS) -fno-builtin
 # --- end of the contract, stress, fork and preload tests --------------------
 
 # Crash safety, in a program of its own: processes killed anywhere or at

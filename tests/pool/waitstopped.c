@@ -70,12 +70,8 @@ static pid_t bounded_wait(const char *what, pid_t pid, int *st, int options)
  * 4 s. */
 static void sleeper(int say, int hear)
 {
-    void *p[16];
-    for (int i = 0; i < 16; i++)
-        if ((p[i] = malloc(150000)) == NULL)
-            _exit(1);
-    for (int i = 0; i < 16; i++)
-        free(p[i]);
+    if (!preloaded_churn(16, 150000))
+        _exit(1);
     char c;
     if (!pool_attached_p() || write(say, "s", 1) != 1 || read(hear, &c, 1) != 1)
         _exit(1);

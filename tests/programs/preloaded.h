@@ -2,11 +2,12 @@
 /* For test programs that are not linked with libshmpool and run under
  * LD_PRELOAD=libshmpool.so (tests/programs/prefork.c, forkcontract.c,
  * giveback.c and sleeps.c; tests/pool/isolation.c, reapretry.c,
- * waitstopped.c, reapempty.c and libdata.c): the two pool calls they
- * ask, found with dlsym so that a program run without the library fails
- * instead of passing on glibc, a child that holds blocks until it is
- * killed, the start of such a child or another, a sleep and a clock in
- * milliseconds, a listening socket as a prefork master makes one.
+ * waitstopped.c, sleepsignal.c, reapempty.c and libdata.c): the two pool
+ * calls they ask, found with dlsym so that a program run without the
+ * library fails instead of passing on glibc, a child that holds blocks
+ * until it is killed, the start of such a child or another, blocks taken
+ * and freed for a cache to hold, a sleep and a clock in milliseconds, a
+ * listening socket as a prefork master makes one.
  * Header only.
  */
 #ifndef TESTS_PRELOADED_H
@@ -88,6 +89,21 @@ static inline pid_t preloaded_start(int ready[2], void (*life)(int ready_fd))
 static inline pid_t preloaded_start_holder(int ready[2])
 {
     return preloaded_start(ready, preloaded_holder);
+}
+
+/* n blocks (at most 512) of size bytes taken, then freed, so that the
+ * thread's cache holds something to give back.  False when one could not
+ * be had. */
+static inline bool preloaded_churn(int n, size_t size)
+{
+    /* volatile: a compiler that sees the pairs may drop them. */
+    void *volatile p[512];
+    int got = 0;
+    while (got < n && got < 512 && (p[got] = malloc(size)) != NULL)
+        got++;
+    for (int i = 0; i < got; i++)
+        free(p[i]);
+    return got == n;
 }
 
 static inline void sleep_ms(long ms)
