@@ -36,6 +36,13 @@
 
 #include "../programs/preloaded.h"
 
+#if !POOL_CONFIG_DEBUG
+int main(void)
+{
+    printf("sleepsignal: SKIP: crash points are in debug builds only\n");
+    return 77;
+}
+#else
 static volatile sig_atomic_t handled;
 
 static void on_usr1(int sig)
@@ -91,12 +98,6 @@ static void helper(pid_t parent, int go, int done)
 
 int main(int argc, char **argv)
 {
-#if !POOL_CONFIG_DEBUG
-    (void)argc;
-    (void)argv;
-    printf("sleepsignal: SKIP: crash points are in debug builds only\n");
-    return 77;
-#else
     const char *how = argc == 2 ? argv[1] : "";
     if (strcmp(how, "poll") != 0 && strcmp(how, "epoll") != 0 && strcmp(how, "accept") != 0) {
         fprintf(stderr, "usage: sleepsignal poll|epoll|accept\n");
@@ -155,5 +156,5 @@ int main(int argc, char **argv)
     printf("sleepsignal: %s: a signal that came between two slices ended it with EINTR "
            "after %ld ms\n", how, t);
     return 0;
-#endif
 }
+#endif
