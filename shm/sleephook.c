@@ -39,11 +39,14 @@
  * select() gets its descriptor sets back before every slice (a timeout
  * clears them) and its timeval set to the time left, as Linux's does; a
  * set past FD_SETSIZE is not cut.  A signal handler that sleeps while its
- * thread is in a slice calls the C library's straight away; one that
- * sleeps for more than a slice after interrupting its thread inside
- * malloc() or free() would drain a cache in the middle of a change: the
- * library cannot tell that sleep from the thread's own, so a program
- * must not sleep that long in a handler (nor may it call malloc there).
+ * thread waits in a slice is cut as any sleep, the thread holding nothing
+ * of the pool in a wait, and a handler may jump out of a wait (siglongjmp);
+ * a fault's handler that sleeps in a drain calls the C library's straight
+ * away.  One that sleeps for more than a slice after interrupting its
+ * thread inside malloc() or free() would drain a cache in the middle of a
+ * change: the library cannot tell that sleep from the thread's own, so a
+ * program must not sleep that long in a handler (nor may it call malloc
+ * there).
  *
  * accept() and accept4() on a blocking listening socket without a receive
  * timeout are a sleep too: an idle Apache prefork child blocks in accept.
@@ -119,7 +122,12 @@ __attribute__((constructor)) static void find_libc_sleeps(void)
     libc_accept4_ = (accept4_fn_t)pool_prim_next_symbol_("accept4");
 }
 
-static __thread bool slicing __attribute__((tls_model("initial-exec")));
+/* The thread is giving back in a drain: a sleep that a fault's handler
+ * makes there (only faults are delivered in a drain) calls the C
+ * library's, for a drain of its own would take the locks the thread holds.
+ * Set for the drain alone, not the sleep, so that a handler that jumps out
+ * of a slice's wait (siglongjmp) leaves the thread's later sleeps cut. */
+static __thread bool draining __attribute__((tls_model("initial-exec")));
 
 /* One of the hooked calls, to be made for a timeout of ns nanoseconds
  * (negative: none): its arguments, and the C library's function that
@@ -142,7 +150,7 @@ struct sleep_s {
 /* Whether a sleep of ns nanoseconds (negative: no timeout) is cut. */
 static bool cut(int64_t ns)
 {
-    return (ns < 0 || ns > (int64_t)POOL_SLEEP_SLICE_NS) && !slicing && pool_sleep_due_();
+    return (ns < 0 || ns > (int64_t)POOL_SLEEP_SLICE_NS) && !draining && pool_sleep_due_();
 }
 
 /* The end of the slices, or of a thread cancelled in one: its signal
@@ -151,7 +159,6 @@ static void slicing_ended(void *mask)
 {
     int saved = errno;
     pthread_sigmask(SIG_SETMASK, mask, NULL);
-    slicing = false;
     errno = saved;
 }
 
@@ -162,7 +169,9 @@ static int slices(sleep_t *w, uint64_t start, int64_t ns)
 {
     int64_t left = ns;
     for (unsigned k = 1;; k++) {
+        draining = true;
         bool more = pool_sleep_drain_();
+        draining = false;
         if (ns >= 0) {
             int64_t spent = (int64_t)(pool_prim_now_ns_() - start);
             left = spent < ns ? ns - spent : 0;
@@ -179,12 +188,9 @@ static int slices(sleep_t *w, uint64_t start, int64_t ns)
 static int sleep_sliced(sleep_t *w, int64_t ns)
 {
     uint64_t start = pool_prim_now_ns_();
-    slicing = true;
     int rc = w->call(w, (int64_t)POOL_SLEEP_SLICE_NS);
-    if (rc != 0) {
-        slicing = false;
+    if (rc != 0)
         return rc;
-    }
     sigset_t all, mask;
     sigfillset(&all);
     /* A fault in the drain keeps its handler, as it had before: blocked,
@@ -395,7 +401,7 @@ static void accept_cancelled(void *ep)
  * for a signal the caller must see; true when the accept is to be made. */
 static bool accept_sliced(int fd)
 {
-    if (slicing || !pool_sleep_due_())
+    if (draining || !pool_sleep_due_())
         return true;
     int saved = errno;
     struct pollfd p = { .fd = fd, .events = POLLIN };

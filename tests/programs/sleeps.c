@@ -6,7 +6,10 @@
  *
  * Before each sleep the process fills its thread cache (a burst of
  * blocks freed), so that the sleep is cut.  Then: poll() with a 2.5 s
- * timeout returns 0 after 2.5 s, and the cache went back meanwhile;
+ * timeout returns 0 after 2.5 s, and the cache went back meanwhile, as it
+ * does again after a handler jumped out of a poll() (siglongjmp), and in
+ * a handler's own poll() of 2.5 s in its thread's poll(), which then
+ * returns EINTR;
  * epoll_wait() with no timeout returns the event a child sends after
  * 1.5 s; select() with 2.3 s returns 0 after them with its sets cleared
  * and its timeval at 0, and with 5 s returns the child's event with its
@@ -30,12 +33,14 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -143,6 +148,25 @@ static void on_alarm_replace(int sig)
     }
 }
 
+static sigjmp_buf jumped;
+
+static void on_alarm_jump(int sig)
+{
+    (void)sig;
+    siglongjmp(jumped, 1);
+}
+
+/* What a handler's own poll() returned, and its cache before it. */
+static volatile int handler_rc = -2;
+static volatile size_t handler_before;
+
+static void on_alarm_sleep(int sig)
+{
+    (void)sig;
+    handler_before = cached();
+    handler_rc = poll(NULL, 0, 2500);
+}
+
 static bool within(long ms, long lo, long hi)
 {
     return ms >= lo && ms < hi;
@@ -169,6 +193,47 @@ int main(void)
         return fail("poll(2.5 s) did not return 0 after 2.5 s");
     if (after >= before)
         return fail("poll(2.5 s) slept with the thread cache full");
+
+    /* A handler that jumps out of a sleep in its second slice (its
+     * signals open only in the wait) leaves the thread's later sleeps cut
+     * as before. */
+    struct sigaction jump = { .sa_handler = on_alarm_jump }, old_alarm;
+    struct itimerval in_second_slice = { .it_value = { 1, 500000 } };
+    sigemptyset(&jump.sa_mask);
+    if (sigaction(SIGALRM, &jump, &old_alarm) != 0)
+        return fail("sigaction(SIGALRM)");
+    fill_cache();
+    if (sigsetjmp(jumped, 1) == 0) {
+        if (setitimer(ITIMER_REAL, &in_second_slice, NULL) != 0)
+            return fail("setitimer");
+        poll(NULL, 0, -1);
+        return fail("poll(no timeout) returned where its handler jumps out");
+    }
+    fill_cache();
+    size_t jumped_before = cached();
+    if (poll(NULL, 0, 2500) != 0 || cached() >= jumped_before)
+        return fail("poll(2.5 s) after a handler jumped out of a sleep kept the thread cache full");
+
+    /* A handler's own sleep in the first slice of its thread's is cut, and
+     * gives the cache back, as the thread holds nothing of the pool in a
+     * wait; the thread's sleep ends with EINTR. */
+    struct sigaction sleeper = { .sa_handler = on_alarm_sleep };
+    struct itimerval in_first_slice = { .it_value = { 0, 400000 } };
+    sigemptyset(&sleeper.sa_mask);
+    fill_cache();
+    if (sigaction(SIGALRM, &sleeper, NULL) != 0 ||
+        setitimer(ITIMER_REAL, &in_first_slice, NULL) != 0)
+        return fail("sigaction(SIGALRM) or setitimer");
+    t = now_ms();
+    errno = 0;
+    rc = poll(NULL, 0, -1);
+    t = now_ms() - t;
+    if (rc != -1 || errno != EINTR || handler_rc != 0 || !within(t, 2800, 3900))
+        return fail("poll(no timeout) interrupted by a handler that polls 2.5 s did not return "
+                    "EINTR after the handler's poll returned 0");
+    if (cached() >= handler_before)
+        return fail("a handler's poll(2.5 s) in its thread's sleep kept the thread cache full");
+    sigaction(SIGALRM, &old_alarm, NULL);
 
     fill_cache();
     int ep = epoll_create1(0);
