@@ -533,6 +533,9 @@ static POOL_NOINLINE void keep_free(pool_arena_t *a, pool_tcache_sh_t *tc, unsig
         pool_list_push(tc, l, p);
         if (pool_list_len(l) >= pool_classes_[cls].max_batch)
             release_chain(a, tc, cls, l);
+    } else if (pool_classes_[cls].watermark == 0) {
+        /* A class no cache keeps (POOL_CACHE_MAX_SIZE): back at once. */
+        release(a, tc, cls, &p, 1);
     } else {
         /* A span this cache owns whose page its map did not show yet: one
          * it took over with objects of an owner that left. */

@@ -304,6 +304,31 @@ START_TEST(test_watermark_releases_a_batch)
 }
 END_TEST
 
+/* An object over 64 KiB is kept by no cache: its free sends its span to
+ * the page heap at once, and a request of another size takes its pages. */
+START_TEST(test_big_object_back_at_once)
+{
+    enum { BIG = 100 << 10, OTHER = 80 << 10 };
+    void *keep = pool_malloc(BIG);
+    void *p = pool_malloc(BIG);
+    pool_usage_t before, after;
+    pool_usage(&before);
+    pool_free(p);
+    pool_usage(&after);
+    ck_assert_uint_eq(len_of(BIG), 0);
+    ck_assert_uint_eq(after.cached, before.cached);
+    ck_assert_uint_eq(after.free, before.free + (size_t)pool_classes_[pool_sizeclass_of(BIG)].pages *
+                                                    POOL_PAGE_SIZE);
+    ck_assert_uint_eq(pool_arena_.central[pool_sizeclass_of(BIG)].nempty, 0);
+    void *q = pool_malloc(OTHER);
+    ck_assert_ptr_eq(q, p);
+    pool_free(q);
+    pool_free(keep);
+    pool_test_assert_consistent();
+    pool_test_assert_bytes_add_up();
+}
+END_TEST
+
 /* A bin that released objects and then ran dry grows its watermark by a
  * batch at the refill, up to four times the class's; a scavenge halves it
  * back, a flush resets it, and the bin holds what the watermark says. */
@@ -1114,6 +1139,7 @@ Suite *make_tcache_suite(void)
     tcase_add_test(tc, test_scavenge_moves_down);
     tcase_add_test(tc, test_scavenge_purges_span_tops);
     tcase_add_test(tc, test_watermark_releases_a_batch);
+    tcase_add_test(tc, test_big_object_back_at_once);
     tcase_add_test(tc, test_churn_grows_watermark);
     tcase_add_test(tc, test_random_sizes_keep_content);
     tcase_add_test(tc, test_cache_class_table);

@@ -173,7 +173,8 @@ static void class_objects(unsigned cls, size_t n, size_t free_every, uint64_t se
     pool_thread_flush();
 }
 
-/* Every class with a full span, a partial one and an empty one. */
+/* Every class with a full span, a partial one and an empty one, as far as
+ * it has them: a class of objects over 64 KiB keeps its full span alone. */
 static void build_classes(uint64_t seed)
 {
     test_own_classes();
@@ -288,13 +289,20 @@ static uint32_t listed_spans(unsigned cls)
     return n;
 }
 
-/* Every class has a span with objects free and one without. */
+/* Every class has a span with objects free and one without; a class of
+ * one object a span that keeps no empty one (objects over 64 KiB) has
+ * its full span alone. */
 static const char *is_classes(void)
 {
     for (unsigned cls = 1; cls < POOL_NCLASSES; cls++) {
         uint32_t listed = listed_spans(cls);
-        if (listed == 0 || listed == pool_arena_.central[cls].nspans)
+        uint32_t spans = pool_arena_.central[cls].nspans;
+        if (pool_classes_[cls].count == 1 && pool_classes_[cls].keep_empty == 0) {
+            if (listed != 0 || spans == 0)
+                return "a class of objects over 64 KiB without its full span alone";
+        } else if (listed == 0 || listed == spans) {
             return "a class without both a full span and one with free objects";
+        }
     }
     return NULL;
 }
